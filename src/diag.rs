@@ -1,0 +1,101 @@
+//! Diagnostics: the one data type every phase reports errors as, and the one place
+//! they are rendered to text (codespan-reporting: file, line, column, carets). Phases
+//! build `Diagnostic` values; they never print.
+
+use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label as CsLabel};
+use codespan_reporting::files::SimpleFile;
+use codespan_reporting::term::{self, Config};
+
+use crate::syntax::Span;
+
+/// One labelled span of a diagnostic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Label {
+    pub span: Span,
+    pub message: String,
+    /// The primary label is drawn with `^`, secondary ones with `-`.
+    pub primary: bool,
+}
+
+/// An error found in a spec, with where it is and what would fix it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    /// A stable short code naming the rule broken (`L3`, `parse`, `D7`, `S1`, …).
+    pub code: &'static str,
+    pub message: String,
+    pub labels: Vec<Label>,
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { code, message: message.into(), labels: Vec::new(), notes: Vec::new() }
+    }
+
+    pub fn primary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+        self.labels.push(Label { span, message: message.into(), primary: true });
+        self
+    }
+
+    pub fn secondary(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
+        self.labels.push(Label { span, message: message.into(), primary: false });
+        self
+    }
+
+    pub fn note(mut self, note: impl Into<String>) -> Diagnostic {
+        self.notes.push(note.into());
+        self
+    }
+
+    /// The span of the first primary label, if any.
+    pub fn primary_span(&self) -> Option<Span> {
+        self.labels.iter().find(|l| l.primary).map(|l| l.span)
+    }
+}
+
+/// Renders diagnostics against the source they point into, as a user sees them.
+/// `color` adds terminal colours; snapshots render without.
+pub fn render(file_name: &str, source: &str, diagnostics: &[Diagnostic], color: bool) -> String {
+    let file = SimpleFile::new(file_name, source);
+    let config = Config::default();
+    let mut out = String::new();
+    for d in diagnostics {
+        let labels = d
+            .labels
+            .iter()
+            .map(|l| {
+                let range = clamp(l.span, source.len());
+                let label = if l.primary {
+                    CsLabel::primary((), range)
+                } else {
+                    CsLabel::secondary((), range)
+                };
+                label.with_message(l.message.clone())
+            })
+            .collect();
+        let cs = CsDiagnostic::error()
+            .with_code(d.code)
+            .with_message(d.message.clone())
+            .with_labels(labels)
+            .with_notes(d.notes.clone());
+        if color {
+            let mut buf = term::termcolor::Buffer::ansi();
+            // Writing into an in-memory buffer cannot fail for I/O reasons; a failure
+            // here would be a span outside the file, which `clamp` rules out.
+            let _ = term::emit(&mut buf, &config, &file, &cs);
+            out.push_str(&String::from_utf8_lossy(buf.as_slice()));
+        } else {
+            let mut buf = term::termcolor::Buffer::no_color();
+            let _ = term::emit(&mut buf, &config, &file, &cs);
+            out.push_str(&String::from_utf8_lossy(buf.as_slice()));
+        }
+    }
+    out
+}
+
+/// Keeps a span inside the file and on character boundaries, so rendering never fails.
+fn clamp(span: Span, len: usize) -> std::ops::Range<usize> {
+    let start = (span.start as usize).min(len);
+    let end = (span.end as usize).clamp(start, len);
+    start..end
+}

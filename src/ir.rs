@@ -1,0 +1,520 @@
+//! The IR: a checked spec with every name resolved, every constant folded and every
+//! expression rewritten over row and context slots. It is the contract between the
+//! front end, the interpreter, code generation and the runtime. It holds no spans and
+//! no strings that need resolving; it never refers back to the AST.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum UnaryOp {
+    /// `-x`
+    Neg,
+    /// `!x`: 1 when x is 0 (or −0), else 0; NaN is true, so `!NaN` is 0 (E2).
+    Not,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BinaryOp {
+    Or,
+    And,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    /// C `fmod`: the sign of the dividend (E3).
+    Rem,
+}
+
+impl BinaryOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Or => "||",
+            BinaryOp::And => "&&",
+            BinaryOp::Eq => "==",
+            BinaryOp::Ne => "!=",
+            BinaryOp::Lt => "<",
+            BinaryOp::Le => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::Ge => ">=",
+            BinaryOp::Add => "+",
+            BinaryOp::Sub => "-",
+            BinaryOp::Mul => "*",
+            BinaryOp::Div => "/",
+            BinaryOp::Rem => "%",
+        }
+    }
+
+    /// Binding strength per E1: larger binds tighter. All binary operators are
+    /// left-associative.
+    pub fn precedence(self) -> u8 {
+        match self {
+            BinaryOp::Or => 1,
+            BinaryOp::And => 2,
+            BinaryOp::Eq | BinaryOp::Ne => 3,
+            BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => 4,
+            BinaryOp::Add | BinaryOp::Sub => 5,
+            BinaryOp::Mul | BinaryOp::Div | BinaryOp::Rem => 6,
+        }
+    }
+}
+
+impl UnaryOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            UnaryOp::Neg => "-",
+            UnaryOp::Not => "!",
+        }
+    }
+}
+
+/// Built-in functions (E4). `Min` and `Max` take two or more arguments, the others one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Builtin {
+    /// IEEE 754-2019 `minimum`: NaN if any argument is NaN; −0 < +0.
+    Min,
+    /// IEEE 754-2019 `maximum`: NaN if any argument is NaN; −0 < +0.
+    Max,
+    Abs,
+    Floor,
+    Ceil,
+    Sqrt,
+}
+
+impl Builtin {
+    pub const ALL: [Builtin; 6] =
+        [Builtin::Min, Builtin::Max, Builtin::Abs, Builtin::Floor, Builtin::Ceil, Builtin::Sqrt];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Min => "min",
+            Builtin::Max => "max",
+            Builtin::Abs => "abs",
+            Builtin::Floor => "floor",
+            Builtin::Ceil => "ceil",
+            Builtin::Sqrt => "sqrt",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Builtin> {
+        Builtin::ALL.into_iter().find(|b| b.name() == name)
+    }
+
+    /// Whether the function takes two or more arguments (else exactly one).
+    pub fn is_variadic(self) -> bool {
+        matches!(self, Builtin::Min | Builtin::Max)
+    }
+}
+
+/// Where an expression leaf reads its value: a slot of the row (one per record: a
+/// waiting hold or a cache entry) or of the context (one per evaluation moment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Slot {
+    Row(u32),
+    Ctx(u32),
+}
+
+/// An expression over slots. Constants, parameters and constant sub-expressions are
+/// already folded; derived names are already expanded (`waited` is `now − enqueued`,
+/// `age` is `now − last`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    Const(f64),
+    Slot(Slot),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// `c ? a : b`, lazy.
+    Cond(Box<Expr>, Box<Expr>, Box<Expr>),
+    Call(Builtin, Vec<Expr>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AttrId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PoolId(pub u32);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StageId(pub u32);
+
+/// Context variables by their source names (S2, D4 `time`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Var {
+    Size,
+    Age,
+    Last,
+    Waiting,
+    Waited,
+    Now,
+    Units,
+    Reserve,
+    Computed,
+    Tokens,
+    Prefill,
+    Decode,
+    Residents,
+}
+
+impl Var {
+    pub const ALL: [Var; 13] = [
+        Var::Size,
+        Var::Age,
+        Var::Last,
+        Var::Waiting,
+        Var::Waited,
+        Var::Now,
+        Var::Units,
+        Var::Reserve,
+        Var::Computed,
+        Var::Tokens,
+        Var::Prefill,
+        Var::Decode,
+        Var::Residents,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Var::Size => "size",
+            Var::Age => "age",
+            Var::Last => "last",
+            Var::Waiting => "waiting",
+            Var::Waited => "waited",
+            Var::Now => "now",
+            Var::Units => "units",
+            Var::Reserve => "reserve",
+            Var::Computed => "computed",
+            Var::Tokens => "tokens",
+            Var::Prefill => "prefill",
+            Var::Decode => "decode",
+            Var::Residents => "residents",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Var> {
+        Var::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+/// Queries on live state (E6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum QueryKind {
+    Free,
+    Used,
+    Cached,
+    Cap,
+    Queued,
+    BudgetLeft,
+    Residents,
+}
+
+impl QueryKind {
+    pub const ALL: [QueryKind; 7] = [
+        QueryKind::Free,
+        QueryKind::Used,
+        QueryKind::Cached,
+        QueryKind::Cap,
+        QueryKind::Queued,
+        QueryKind::BudgetLeft,
+        QueryKind::Residents,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            QueryKind::Free => "free",
+            QueryKind::Used => "used",
+            QueryKind::Cached => "cached",
+            QueryKind::Cap => "cap",
+            QueryKind::Queued => "queued",
+            QueryKind::BudgetLeft => "budget_left",
+            QueryKind::Residents => "residents",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<QueryKind> {
+        QueryKind::ALL.into_iter().find(|q| q.name() == name)
+    }
+
+    /// Whether the query's argument is a stage (else a pool).
+    pub fn on_stage(self) -> bool {
+        matches!(self, QueryKind::BudgetLeft | QueryKind::Residents)
+    }
+}
+
+/// Which member of a family a reference names, seen from the member evaluating it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Member {
+    /// Member i of the target for member i of the source (equal counts, K1).
+    Same,
+    /// Always this member: an explicit `P[i]`, or member 0 of a family of one.
+    Index(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum QueryTarget {
+    Pool(PoolId, Member),
+    Stage(StageId, Member),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Query {
+    pub kind: QueryKind,
+    pub target: QueryTarget,
+}
+
+/// One name an expression reads, as the source named it (a read-set element).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Read {
+    Attr(AttrId),
+    Var(Var),
+    Query(Query),
+}
+
+/// What one slot holds. Derived reads map onto these: `waited` reads `Enqueued` and
+/// `Now`; `age` reads `Last` and `Now`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Input {
+    Attr(AttrId),
+    /// A context variable that is stored as itself (never `Age` or `Waited`).
+    Var(Var),
+    /// The time the hold entered the queue (for `waited`).
+    Enqueued,
+    Query(Query),
+}
+
+/// The set of names an expression reads. The runtime decides from it what it may
+/// precompute: a queue key whose reads are all fixed is computed once at enqueue.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReadSet(pub BTreeSet<Read>);
+
+impl ReadSet {
+    /// True when the value cannot change while the record waits: it reads only
+    /// session attributes and the hold's `units` and `reserve`.
+    pub fn is_fixed(&self) -> bool {
+        self.0.iter().all(|r| match r {
+            Read::Attr(_) => true,
+            Read::Var(v) => matches!(v, Var::Units | Var::Reserve),
+            Read::Query(_) => false,
+        })
+    }
+
+    pub fn contains(&self, read: Read) -> bool {
+        self.0.contains(&read)
+    }
+}
+
+/// The slot layout of one site: which input each row slot and ctx slot holds. Each
+/// input appears at most once; slots are dense from 0, in `Input` order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    pub row: Vec<Input>,
+    pub ctx: Vec<Input>,
+}
+
+impl Layout {
+    pub fn row_slot(&self, input: Input) -> Option<u32> {
+        self.row.iter().position(|i| *i == input).map(|p| p as u32)
+    }
+
+    pub fn ctx_slot(&self, input: Input) -> Option<u32> {
+        self.ctx.iter().position(|i| *i == input).map(|p| p as u32)
+    }
+}
+
+/// A compiled expression at a site, with what it reads.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SiteExpr {
+    pub expr: Expr,
+    pub reads: ReadSet,
+}
+
+/// A limit that is a whole number or unbounded (`inf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Limit {
+    Finite(u64),
+    Unbounded,
+}
+
+impl Limit {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Limit::Finite(n) => n as f64,
+            Limit::Unbounded => f64::INFINITY,
+        }
+    }
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limit::Finite(n) => write!(f, "{n}"),
+            Limit::Unbounded => f.write_str("inf"),
+        }
+    }
+}
+
+/// How one family reaches another (K1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum JoinRule {
+    /// Equal counts: member i with member i.
+    MemberForMember,
+    /// The target is a family of one: every source member uses member 0.
+    SharedTarget,
+    /// The source is a family of one and the target has several members: each target
+    /// member is joined to the one source member (only `admit via`: several stage
+    /// members serve one pool).
+    SharedSource,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Join<T> {
+    pub target: T,
+    pub rule: JoinRule,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StageKind {
+    Step,
+    Link,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PreemptMode {
+    None,
+    Lifo,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Evict {
+    /// Release time, then release order.
+    Lru,
+    /// Keys ascending (E5), then release order.
+    By(Vec<SiteExpr>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum QueuePolicy {
+    /// Enqueue order.
+    Fifo,
+    /// Keys ascending (E5), then enqueue order.
+    By(Vec<SiteExpr>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CSpill {
+    pub tier: Join<PoolId>,
+    pub link: Join<StageId>,
+    /// Work the write (or a tier load) puts on the link; evaluated on the entry layout.
+    pub work: SiteExpr,
+    /// Spill when non-zero; evaluated on the entry layout.
+    pub pred: SiteExpr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CPool {
+    pub name: String,
+    /// Members in the family (1 for a plain declaration).
+    pub count: u32,
+    pub cap: Limit,
+    /// Units per block; `None` when the spec sets none (the runtime uses 1).
+    pub block: Option<u64>,
+    pub evict: Evict,
+    pub preempt: PreemptMode,
+    pub queue: QueuePolicy,
+    pub spill: Option<CSpill>,
+    pub admit_via: Option<Join<StageId>>,
+    /// Slots of the queue site: a row per waiting hold.
+    pub queue_layout: Layout,
+    /// Slots of the entry sites (evict keys, spill `work` and `when`): a row per entry.
+    pub entry_layout: Layout,
+}
+
+impl CPool {
+    pub fn block_units(&self) -> u64 {
+        self.block.unwrap_or(1)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CStage {
+    pub name: String,
+    pub count: u32,
+    pub kind: StageKind,
+    pub budget: Limit,
+    pub seats: Limit,
+    pub chunk: Limit,
+    pub exclusive_prefill: bool,
+    /// Seconds per iteration, on `time_layout` (ctx only); `Const(0)` when absent.
+    pub time: SiteExpr,
+    pub time_layout: Layout,
+    /// Work per second; `inf` is instantaneous.
+    pub rate: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct CAttr {
+    pub name: String,
+    /// `None`: every session of a workload must supply it (D3).
+    pub default: Option<f64>,
+    /// `serial` and `arrival` exist without declaration.
+    pub builtin: bool,
+}
+
+/// Session attributes; `AttrId(i)` indexes `attrs`. `serial` is 0 and `arrival` is 1.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CSession {
+    pub attrs: Vec<CAttr>,
+}
+
+impl CSession {
+    pub const SERIAL: AttrId = AttrId(0);
+    pub const ARRIVAL: AttrId = AttrId(1);
+
+    pub fn attr(&self, id: AttrId) -> &CAttr {
+        &self.attrs[id.0 as usize]
+    }
+
+    pub fn find(&self, name: &str) -> Option<AttrId> {
+        self.attrs.iter().position(|a| a.name == name).map(|i| AttrId(i as u32))
+    }
+}
+
+/// A `const` or `param` with its final value (after `--set`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CValue {
+    pub name: String,
+    pub value: f64,
+    pub is_param: bool,
+}
+
+/// A whole checked spec.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    pub values: Vec<CValue>,
+    pub session: CSession,
+    pub stages: Vec<CStage>,
+    pub pools: Vec<CPool>,
+}
+
+impl Program {
+    pub fn pool(&self, id: PoolId) -> &CPool {
+        &self.pools[id.0 as usize]
+    }
+
+    pub fn stage(&self, id: StageId) -> &CStage {
+        &self.stages[id.0 as usize]
+    }
+
+    pub fn find_pool(&self, name: &str) -> Option<PoolId> {
+        self.pools.iter().position(|p| p.name == name).map(|i| PoolId(i as u32))
+    }
+
+    pub fn find_stage(&self, name: &str) -> Option<StageId> {
+        self.stages.iter().position(|s| s.name == name).map(|i| StageId(i as u32))
+    }
+}

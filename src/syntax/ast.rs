@@ -1,0 +1,166 @@
+//! The abstract syntax tree: declarations and expressions exactly as written, every
+//! node with the byte span it came from. Names are unresolved strings here; nothing in
+//! this module evaluates, resolves or checks anything (that is `sema`'s job).
+
+use std::ops::Range;
+
+pub use crate::ir::{BinaryOp, StageKind, UnaryOp};
+
+/// A half-open byte range `start..end` into the source text.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn new(start: usize, end: usize) -> Span {
+        // Spec files larger than 4 GiB are refused before parsing, so offsets fit.
+        Span { start: start as u32, end: end as u32 }
+    }
+
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+
+    pub fn range(self) -> Range<usize> {
+        self.start as usize..self.end as usize
+    }
+}
+
+/// A name as written, with where it was written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+/// A whole spec file: its declarations in source order.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Spec {
+    pub decls: Vec<Decl>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Decl {
+    Const(ValueDecl),
+    Param(ValueDecl),
+    Session(SessionDecl),
+    Stage(StageDecl),
+    Pool(PoolDecl),
+}
+
+/// `const NAME = expr;` or `param NAME = expr;` (D1, D2).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueDecl {
+    pub name: Ident,
+    pub value: Expr,
+    pub span: Span,
+}
+
+/// `session { attr; attr = expr; … }` (D3).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionDecl {
+    pub attrs: Vec<AttrDecl>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttrDecl {
+    pub name: Ident,
+    pub default: Option<Expr>,
+    pub span: Span,
+}
+
+/// `stage NAME [ '[' N ']' ] { step|link; options… }` (D4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageDecl {
+    pub name: Ident,
+    pub count: Option<Expr>,
+    pub kind: StageKind,
+    /// The span of the `step` or `link` keyword.
+    pub kind_span: Span,
+    pub options: Vec<StageOption>,
+    pub span: Span,
+}
+
+/// One stage option; `span` covers the option from its keyword to its `;`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageOption {
+    pub kind: StageOptionKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StageOptionKind {
+    Budget(Expr),
+    Seats(Expr),
+    Chunk(Expr),
+    ServeExclusivePrefill,
+    Time(Expr),
+    Rate(Expr),
+}
+
+/// `pool NAME [ '[' N ']' ] { options }` (seed, D5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolDecl {
+    pub name: Ident,
+    pub count: Option<Expr>,
+    pub options: Vec<PoolOption>,
+    pub span: Span,
+}
+
+/// One pool option; `span` covers the option from its keyword to its `;`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PoolOption {
+    pub kind: PoolOptionKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum PoolOptionKind {
+    Cap(Expr),
+    Block(Expr),
+    EvictLru,
+    EvictBy(Vec<Expr>),
+    PreemptNone,
+    PreemptLifo,
+    QueueFifo,
+    QueueBy(Vec<Expr>),
+    AdmitVia(Ident),
+    Spill(SpillClause),
+}
+
+/// `spill TIER via LINK (work) when (pred);`
+#[derive(Clone, Debug, PartialEq)]
+pub struct SpillClause {
+    pub tier: Ident,
+    pub link: Ident,
+    pub work: Expr,
+    pub pred: Expr,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    /// A numeric literal; `inf` is `Number(f64::INFINITY)`. Never negative or NaN:
+    /// a minus sign is a `Unary(Neg, …)`.
+    Number(f64),
+    Name(Ident),
+    /// `name[index]`: one member of a family.
+    Index(Ident, Box<Expr>),
+    /// `f(args)`: a built-in function or a query (E4, E6).
+    Call(Ident, Vec<Expr>),
+    /// `draw(args)` (E7): parsed so that sites can reject it by name.
+    Draw(Vec<Expr>),
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// `c ? a : b`
+    Conditional(Box<Expr>, Box<Expr>, Box<Expr>),
+}

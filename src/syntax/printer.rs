@@ -1,0 +1,1 @@
+//! Pretty-printer for the AST (placeholder).
