@@ -7,3 +7,19 @@ pub mod interp;
 pub mod ir;
 pub mod sema;
 pub mod syntax;
+
+use diag::Diagnostic;
+
+/// Compile-time options shared by every entry point.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// `--set NAME=VALUE` overrides of `param` declarations (D2), in command-line order.
+    pub set: Vec<(String, f64)>,
+}
+
+/// Parses and checks a spec, giving its IR or every diagnostic found.
+pub fn check(source: &str, options: &Options) -> Result<ir::Program, Vec<Diagnostic>> {
+    let spec = syntax::parse(source)
+        .map_err(|errors| errors.iter().map(|e| e.to_diagnostic()).collect::<Vec<_>>())?;
+    sema::analyze(&spec, options)
+}

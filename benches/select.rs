@@ -1,0 +1,2 @@
+//! Criterion benchmarks of compiled `select` (placeholder until codegen lands).
+fn main() {}
