@@ -1,1 +1,11 @@
-fn main() {}
+//! The `poolc` binary: parse the command line, run the command, turn the outcome into
+//! an exit code. All the work is in the library; only this file and `cli.rs` print.
+
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    cli::install_panic_hook();
+    cli::run()
+}

@@ -1,10 +1,817 @@
-//! Semantic analysis (placeholder).
+//! Semantic analysis: from a parsed `Spec` to the checked IR `Program`. It resolves
+//! names (D7), evaluates constants and parameters with `--set` overrides (D1, D2),
+//! checks values (D6) and options (D4, D5), lowers every expression at its site (S1,
+//! E4, E6), joins families (K1–K3) and lays out slots. It reports every independent
+//! error it finds as a `Diagnostic`; it never prints and never panics on user input.
 
-use crate::diag::Diagnostic;
-use crate::ir::Program;
-use crate::syntax::ast::Spec;
+mod errors;
+mod expr;
+mod names;
+mod site;
+
 use crate::Options;
+use crate::diag::Diagnostic;
+use crate::ir::{
+    AttrId, CAttr, CPool, CSession, CSpill, CStage, CValue, Evict, Expr, Join, JoinRule, Layout,
+    Limit, PoolId, PreemptMode, Program, QueuePolicy, ReadSet, SiteExpr, StageId, Var,
+};
+use crate::syntax::Span;
+use crate::syntax::ast::{
+    self, Decl, PoolDecl, PoolOptionKind, SessionDecl, Spec, StageDecl, StageKind, StageOptionKind,
+    ValueDecl,
+};
 
-pub fn analyze(_spec: &Spec, _options: &Options) -> Result<Program, Vec<Diagnostic>> {
-    Err(vec![Diagnostic::new("todo", "semantic analysis is not written yet")])
+use expr::Owner;
+use names::{Sym, Symbols, suggest};
+use site::{Site, SiteBuilder};
+
+/// Largest family a declaration may have: large enough for any deployment, small
+/// enough that a typo cannot ask the runtime for billions of members.
+const MAX_MEMBERS: f64 = 65_536.0;
+
+/// Largest integer every f64 holds exactly: caps and blocks above it would round.
+const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
+
+/// Checks a spec and lowers it to IR, or returns every diagnostic found.
+pub fn analyze(spec: &Spec, options: &Options) -> Result<Program, Vec<Diagnostic>> {
+    let mut c = Checker::new(spec);
+    c.declare_names();
+    c.apply_overrides(options);
+    let program = c.build();
+    if c.diags.is_empty() {
+        Ok(program)
+    } else {
+        // Report in source order; diagnostics with no span (command line) come first.
+        let mut diags = c.diags;
+        diags.sort_by_key(|d| d.primary_span().map(|s| s.start));
+        Err(diags)
+    }
+}
+
+/// Evaluation state of one `const` or `param` (for D1 cycle detection).
+#[derive(Clone, Copy, PartialEq)]
+enum ValueState {
+    Pending,
+    InProgress,
+    Done(f64),
+    Failed,
+}
+
+pub(crate) struct Checker<'a> {
+    consts: Vec<&'a ValueDecl>,
+    params: Vec<&'a ValueDecl>,
+    sessions: Vec<&'a SessionDecl>,
+    stages: Vec<&'a StageDecl>,
+    pools: Vec<&'a PoolDecl>,
+    symbols: Symbols,
+    const_state: Vec<ValueState>,
+    param_state: Vec<ValueState>,
+    /// Values given with `--set`, by param index.
+    overrides: Vec<Option<f64>>,
+    /// The chain of constants being evaluated, for naming a cycle.
+    eval_stack: Vec<Sym>,
+    attrs: Vec<CAttr>,
+    pool_counts: Vec<u32>,
+    stage_counts: Vec<u32>,
+    diags: Vec<Diagnostic>,
+}
+
+impl<'a> Checker<'a> {
+    fn new(spec: &'a Spec) -> Checker<'a> {
+        let mut c = Checker {
+            consts: Vec::new(),
+            params: Vec::new(),
+            sessions: Vec::new(),
+            stages: Vec::new(),
+            pools: Vec::new(),
+            symbols: Symbols::default(),
+            const_state: Vec::new(),
+            param_state: Vec::new(),
+            overrides: Vec::new(),
+            eval_stack: Vec::new(),
+            attrs: Vec::new(),
+            pool_counts: Vec::new(),
+            stage_counts: Vec::new(),
+            diags: Vec::new(),
+        };
+        for d in &spec.decls {
+            match d {
+                Decl::Const(v) => c.consts.push(v),
+                Decl::Param(v) => c.params.push(v),
+                Decl::Session(s) => c.sessions.push(s),
+                Decl::Stage(s) => c.stages.push(s),
+                Decl::Pool(p) => c.pools.push(p),
+            }
+        }
+        c.const_state = vec![ValueState::Pending; c.consts.len()];
+        c.param_state = vec![ValueState::Pending; c.params.len()];
+        c.overrides = vec![None; c.params.len()];
+        c
+    }
+
+    fn error(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    /// D3, D7: every declared name, in source order of kinds that can clash.
+    fn declare_names(&mut self) {
+        let mut named: Vec<(&'a ast::Ident, Sym)> = Vec::new();
+        named.extend(
+            self.consts
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (&v.name, Sym::Const(i))),
+        );
+        named.extend(
+            self.params
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (&v.name, Sym::Param(i))),
+        );
+        named.extend(
+            self.stages
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (&s.name, Sym::Stage(i))),
+        );
+        named.extend(
+            self.pools
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (&p.name, Sym::Pool(i))),
+        );
+
+        self.attrs = vec![
+            CAttr {
+                name: "serial".into(),
+                default: None,
+                builtin: true,
+            },
+            CAttr {
+                name: "arrival".into(),
+                default: None,
+                builtin: true,
+            },
+        ];
+        for a in [CSessionBuiltin::Serial, CSessionBuiltin::Arrival] {
+            let id = a.id();
+            let name = self.attrs[id.0 as usize].name.clone();
+            // Built-ins are declared first, so this cannot clash.
+            let _ = self.symbols.declare(&name, Sym::Attr(id), Span::default());
+        }
+        let sessions = self.sessions.clone();
+        if let Some((first, rest)) = sessions.split_first() {
+            for extra in rest {
+                self.error(errors::second_session(first.span, extra.span));
+            }
+            for attr in &first.attrs {
+                let id = AttrId(self.attrs.len() as u32);
+                named.push((&attr.name, Sym::Attr(id)));
+                self.attrs.push(CAttr {
+                    name: attr.name.name.clone(),
+                    default: None,
+                    builtin: false,
+                });
+            }
+        }
+        named.sort_by_key(|(id, _)| id.span.start);
+        for (id, sym) in named {
+            if matches!(id.name.as_str(), "serial" | "arrival") {
+                self.error(errors::reserved_name(
+                    &id.name,
+                    id.span,
+                    "a built-in session attribute",
+                ));
+                continue;
+            }
+            if Var::from_name(&id.name).is_some() {
+                self.error(errors::reserved_name(
+                    &id.name,
+                    id.span,
+                    "a context variable",
+                ));
+                continue;
+            }
+            if matches!(sym, Sym::Attr(_))
+                && (crate::ir::Builtin::from_name(&id.name).is_some()
+                    || crate::ir::QueryKind::from_name(&id.name).is_some())
+            {
+                self.error(errors::reserved_name(&id.name, id.span, "a function"));
+                continue;
+            }
+            if let Err(first) = self.symbols.declare(&id.name, sym, id.span) {
+                self.error(errors::duplicate_name(&id.name, first, id.span));
+            }
+        }
+    }
+
+    /// D2: `--set NAME=VALUE` replaces a parameter's value.
+    fn apply_overrides(&mut self, options: &Options) {
+        for (name, value) in &options.set {
+            match self.symbols.get(name) {
+                Some((Sym::Param(i), _)) => self.overrides[i] = Some(*value),
+                Some((sym, span)) => self.error(errors::set_not_param(name, sym.describe(), span)),
+                None => {
+                    let params = self.symbols.names_where(|s| matches!(s, Sym::Param(_)));
+                    let hint = suggest(name, params);
+                    self.error(errors::set_unknown(name, hint));
+                }
+            }
+        }
+    }
+
+    fn const_value(&mut self, i: usize) -> Option<f64> {
+        self.value_of(Sym::Const(i))
+    }
+
+    fn param_value(&mut self, i: usize) -> Option<f64> {
+        self.value_of(Sym::Param(i))
+    }
+
+    /// D1: evaluates a constant or parameter once, on demand, detecting cycles.
+    fn value_of(&mut self, sym: Sym) -> Option<f64> {
+        let (decl, state) = match sym {
+            Sym::Const(i) => (self.consts[i], self.const_state[i]),
+            Sym::Param(i) => (self.params[i], self.param_state[i]),
+            _ => return None,
+        };
+        match state {
+            ValueState::Done(v) => return Some(v),
+            ValueState::Failed => return None,
+            ValueState::InProgress => {
+                self.report_cycle(sym);
+                return None;
+            }
+            ValueState::Pending => {}
+        }
+        self.set_state(sym, ValueState::InProgress);
+        self.eval_stack.push(sym);
+        let computed = self.eval_const_expr(&decl.value);
+        self.eval_stack.pop();
+        let overridden = match sym {
+            Sym::Param(i) => self.overrides[i],
+            _ => None,
+        };
+        // A cycle marks its members Failed while they are on the stack; keep that.
+        let still = match sym {
+            Sym::Const(i) => self.const_state[i],
+            Sym::Param(i) => self.param_state[i],
+            _ => ValueState::Failed,
+        };
+        if still == ValueState::Failed {
+            return None;
+        }
+        let result = overridden.or(computed);
+        self.set_state(sym, result.map_or(ValueState::Failed, ValueState::Done));
+        result
+    }
+
+    fn set_state(&mut self, sym: Sym, state: ValueState) {
+        match sym {
+            Sym::Const(i) => self.const_state[i] = state,
+            Sym::Param(i) => self.param_state[i] = state,
+            _ => {}
+        }
+    }
+
+    fn report_cycle(&mut self, sym: Sym) {
+        let start = self.eval_stack.iter().position(|s| *s == sym).unwrap_or(0);
+        let members: Vec<Sym> = self.eval_stack[start..].to_vec();
+        let names = members
+            .iter()
+            .map(|s| {
+                let d = match s {
+                    Sym::Const(i) => self.consts[*i],
+                    Sym::Param(i) => self.params[*i],
+                    _ => unreachable!("only constants and parameters are evaluated"),
+                };
+                (d.name.name.clone(), d.name.span)
+            })
+            .collect::<Vec<_>>();
+        for s in members {
+            self.set_state(s, ValueState::Failed);
+        }
+        self.error(errors::const_cycle(&names));
+    }
+
+    fn build(&mut self) -> Program {
+        for i in 0..self.consts.len() {
+            self.const_value(i);
+        }
+        for i in 0..self.params.len() {
+            self.param_value(i);
+        }
+        if let Some(session) = self.sessions.first().copied() {
+            for (k, attr) in session.attrs.iter().enumerate() {
+                if let Some(d) = &attr.default {
+                    let v = self.eval_const_expr(d);
+                    self.attrs[k + 2].default = v;
+                }
+            }
+        }
+        self.stage_counts = self
+            .stages
+            .iter()
+            .map(|s| s.count.as_ref())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|c| self.family_count(c))
+            .collect();
+        self.pool_counts = self
+            .pools
+            .iter()
+            .map(|p| p.count.as_ref())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|c| self.family_count(c))
+            .collect();
+        let stages = (0..self.stages.len())
+            .map(|i| self.build_stage(i))
+            .collect();
+        let pools: Vec<CPool> = (0..self.pools.len()).map(|i| self.build_pool(i)).collect();
+        self.check_spill_cycles(&pools);
+        let mut values = Vec::new();
+        for (i, d) in self.consts.iter().enumerate() {
+            if let ValueState::Done(v) = self.const_state[i] {
+                values.push((
+                    d.span.start,
+                    CValue {
+                        name: d.name.name.clone(),
+                        value: v,
+                        is_param: false,
+                    },
+                ));
+            }
+        }
+        for (i, d) in self.params.iter().enumerate() {
+            if let ValueState::Done(v) = self.param_state[i] {
+                values.push((
+                    d.span.start,
+                    CValue {
+                        name: d.name.name.clone(),
+                        value: v,
+                        is_param: true,
+                    },
+                ));
+            }
+        }
+        values.sort_by_key(|(start, _)| *start);
+        Program {
+            values: values.into_iter().map(|(_, v)| v).collect(),
+            session: CSession {
+                attrs: self.attrs.clone(),
+            },
+            stages,
+            pools,
+        }
+    }
+
+    /// D6: an array size is an integer ≥ 1.
+    fn family_count(&mut self, count: Option<&ast::Expr>) -> u32 {
+        let Some(e) = count else { return 1 };
+        let Some(v) = self.eval_const_expr(e) else {
+            return 1;
+        };
+        if v.fract() == 0.0 && (1.0..=MAX_MEMBERS).contains(&v) {
+            v as u32
+        } else {
+            self.error(errors::bad_value(
+                "an array size",
+                "an integer from 1 to 65536",
+                v,
+                e.span,
+            ));
+            1
+        }
+    }
+
+    /// D6: an integer ≥ 1, or `inf` where `inf_ok`.
+    fn limit(&mut self, e: &ast::Expr, what: &str, inf_ok: bool) -> Option<Limit> {
+        let v = self.eval_const_expr(e)?;
+        if inf_ok && v == f64::INFINITY {
+            return Some(Limit::Unbounded);
+        }
+        if v.fract() == 0.0 && (1.0..=MAX_EXACT).contains(&v) {
+            return Some(Limit::Finite(v as u64));
+        }
+        let must = if inf_ok {
+            "an integer ≥ 1 or `inf`"
+        } else {
+            "an integer ≥ 1"
+        };
+        self.error(errors::bad_value(what, must, v, e.span));
+        None
+    }
+
+    fn build_stage(&mut self, i: usize) -> CStage {
+        let decl = self.stages[i];
+        let kind_name = match decl.kind {
+            StageKind::Step => "step",
+            StageKind::Link => "link",
+        };
+        let mut stage = CStage {
+            name: decl.name.name.clone(),
+            count: self.stage_counts[i],
+            kind: decl.kind,
+            budget: Limit::Unbounded,
+            seats: Limit::Unbounded,
+            chunk: Limit::Unbounded,
+            exclusive_prefill: false,
+            time: SiteExpr {
+                expr: Expr::Const(0.0),
+                reads: ReadSet::default(),
+            },
+            time_layout: Layout::default(),
+            rate: f64::INFINITY,
+        };
+        let mut seen: Vec<(&'static str, Span)> = Vec::new();
+        let mut time_builder = SiteBuilder::new(Site::Time);
+        for opt in &decl.options {
+            let (key, for_step) = match &opt.kind {
+                StageOptionKind::Budget(_) => ("budget", true),
+                StageOptionKind::Seats(_) => ("seats", true),
+                StageOptionKind::Chunk(_) => ("chunk", true),
+                StageOptionKind::ServeExclusivePrefill => ("serve exclusive prefill", true),
+                StageOptionKind::Time(_) => ("time", true),
+                StageOptionKind::Rate(_) => ("rate", false),
+            };
+            if let Some((_, first)) = seen.iter().find(|(k, _)| *k == key) {
+                self.error(errors::repeated_option(key, *first, opt.span));
+                continue;
+            }
+            seen.push((key, opt.span));
+            if for_step != (decl.kind == StageKind::Step) {
+                self.error(errors::wrong_stage_option(
+                    key,
+                    &decl.name.name,
+                    kind_name,
+                    opt.span,
+                ));
+                continue;
+            }
+            match &opt.kind {
+                StageOptionKind::Budget(e) => {
+                    stage.budget = self.limit(e, "`budget`", true).unwrap_or(stage.budget)
+                }
+                StageOptionKind::Seats(e) => {
+                    stage.seats = self.limit(e, "`seats`", true).unwrap_or(stage.seats)
+                }
+                StageOptionKind::Chunk(e) => {
+                    stage.chunk = self.limit(e, "`chunk`", true).unwrap_or(stage.chunk)
+                }
+                StageOptionKind::ServeExclusivePrefill => stage.exclusive_prefill = true,
+                StageOptionKind::Time(e) => {
+                    if let Some(expr) = self.lower(e, &mut time_builder, None) {
+                        stage.time = SiteExpr {
+                            expr,
+                            reads: time_builder.take_reads(),
+                        };
+                    }
+                }
+                StageOptionKind::Rate(e) => {
+                    if let Some(v) = self.eval_const_expr(e) {
+                        if v > 0.0 {
+                            stage.rate = v;
+                        } else {
+                            self.error(errors::bad_value("`rate`", "a number > 0", v, e.span));
+                        }
+                    }
+                }
+            }
+        }
+        let (layout, remap) = time_builder.finish();
+        remap.apply(&mut stage.time.expr);
+        stage.time_layout = layout;
+        stage
+    }
+
+    fn build_pool(&mut self, i: usize) -> CPool {
+        let decl = self.pools[i];
+        let count = self.pool_counts[i];
+        let owner = Owner {
+            name: &decl.name.name,
+            count,
+            span: decl.name.span,
+        };
+        let mut pool = CPool {
+            name: decl.name.name.clone(),
+            count,
+            cap: Limit::Unbounded,
+            block: None,
+            evict: Evict::Lru,
+            preempt: PreemptMode::None,
+            queue: QueuePolicy::Fifo,
+            spill: None,
+            admit_via: None,
+            queue_layout: Layout::default(),
+            entry_layout: Layout::default(),
+        };
+        let mut queue_b = SiteBuilder::new(Site::Queue);
+        let mut entry_b = SiteBuilder::new(Site::Evict);
+        let mut seen: Vec<(&'static str, Span)> = Vec::new();
+        let mut lifo_span = None;
+        for opt in &decl.options {
+            let key = match &opt.kind {
+                PoolOptionKind::Cap(_) => "cap",
+                PoolOptionKind::Block(_) => "block",
+                PoolOptionKind::EvictLru | PoolOptionKind::EvictBy(_) => "evict",
+                PoolOptionKind::PreemptNone | PoolOptionKind::PreemptLifo => "preempt",
+                PoolOptionKind::QueueFifo | PoolOptionKind::QueueBy(_) => "queue",
+                PoolOptionKind::AdmitVia(_) => "admit via",
+                PoolOptionKind::Spill(_) => "spill",
+            };
+            if let Some((_, first)) = seen.iter().find(|(k, _)| *k == key) {
+                self.error(errors::repeated_option(key, *first, opt.span));
+                continue;
+            }
+            seen.push((key, opt.span));
+            match &opt.kind {
+                PoolOptionKind::Cap(e) => {
+                    pool.cap = self.limit(e, "`cap`", true).unwrap_or(pool.cap)
+                }
+                PoolOptionKind::Block(e) => {
+                    pool.block = match self.limit(e, "`block`", false) {
+                        Some(Limit::Finite(n)) => Some(n),
+                        _ => None,
+                    }
+                }
+                PoolOptionKind::EvictLru => pool.evict = Evict::Lru,
+                PoolOptionKind::EvictBy(keys) => {
+                    entry_b.site = Site::Evict;
+                    pool.evict = Evict::By(self.lower_keys(keys, &mut entry_b, owner));
+                }
+                PoolOptionKind::PreemptNone => pool.preempt = PreemptMode::None,
+                PoolOptionKind::PreemptLifo => {
+                    pool.preempt = PreemptMode::Lifo;
+                    lifo_span = Some(opt.span);
+                }
+                PoolOptionKind::QueueFifo => pool.queue = QueuePolicy::Fifo,
+                PoolOptionKind::QueueBy(keys) => {
+                    pool.queue = QueuePolicy::By(self.lower_keys(keys, &mut queue_b, owner));
+                }
+                PoolOptionKind::AdmitVia(stage) => pool.admit_via = self.admit_via(i, stage),
+                PoolOptionKind::Spill(spill) => {
+                    pool.spill = self.spill(i, spill, &mut entry_b, owner)
+                }
+            }
+        }
+        if let (Some(span), None) = (lifo_span, &pool.admit_via) {
+            self.error(errors::lifo_without_admit(&decl.name.name, span));
+        }
+        let (layout, remap) = queue_b.finish();
+        if let QueuePolicy::By(keys) = &mut pool.queue {
+            keys.iter_mut().for_each(|k| remap.apply(&mut k.expr));
+        }
+        pool.queue_layout = layout;
+        let (layout, remap) = entry_b.finish();
+        if let Evict::By(keys) = &mut pool.evict {
+            keys.iter_mut().for_each(|k| remap.apply(&mut k.expr));
+        }
+        if let Some(s) = &mut pool.spill {
+            remap.apply(&mut s.work.expr);
+            remap.apply(&mut s.pred.expr);
+        }
+        pool.entry_layout = layout;
+        pool
+    }
+
+    fn lower_keys(
+        &mut self,
+        keys: &[ast::Expr],
+        b: &mut SiteBuilder,
+        owner: Owner<'_>,
+    ) -> Vec<SiteExpr> {
+        let mut out = Vec::new();
+        for k in keys {
+            if let Some(expr) = self.lower(k, b, Some(owner)) {
+                out.push(SiteExpr {
+                    expr,
+                    reads: b.take_reads(),
+                });
+            } else {
+                b.take_reads();
+            }
+        }
+        out
+    }
+
+    /// K1, K2: `admit via STAGE` names a step stage; the counts join.
+    fn admit_via(&mut self, pool: usize, stage: &ast::Ident) -> Option<Join<StageId>> {
+        let decl = self.pools[pool];
+        let s = self.resolve_stage(stage, "admit via", "a step stage", StageKind::Step)?;
+        let rule = self.join(
+            "`admit via`",
+            (&decl.name, self.pool_counts[pool]),
+            (&self.stages[s].name, self.stage_counts[s]),
+            true,
+        )?;
+        Some(Join {
+            target: StageId(s as u32),
+            rule,
+        })
+    }
+
+    fn spill(
+        &mut self,
+        pool: usize,
+        spill: &ast::SpillClause,
+        b: &mut SiteBuilder,
+        owner: Owner<'_>,
+    ) -> Option<CSpill> {
+        let decl = self.pools[pool];
+        let tier = match self.symbols.get(&spill.tier.name) {
+            Some((Sym::Pool(t), _)) if t == pool => {
+                self.error(errors::spill_into_self(&decl.name.name, spill.tier.span));
+                None
+            }
+            Some((Sym::Pool(t), _)) => {
+                let rule = self.join(
+                    "`spill`",
+                    (&decl.name, self.pool_counts[pool]),
+                    (&self.pools[t].name, self.pool_counts[t]),
+                    false,
+                );
+                rule.map(|rule| Join {
+                    target: PoolId(t as u32),
+                    rule,
+                })
+            }
+            Some((sym, span)) => {
+                self.error(errors::wrong_kind(
+                    "spill",
+                    "a pool",
+                    &spill.tier.name,
+                    sym.describe(),
+                    spill.tier.span,
+                    span,
+                ));
+                None
+            }
+            None => {
+                let cand = self.symbols.names_where(|s| matches!(s, Sym::Pool(_)));
+                self.error(errors::unknown_name(
+                    &spill.tier.name,
+                    spill.tier.span,
+                    suggest(&spill.tier.name, cand),
+                ));
+                None
+            }
+        };
+        let link = self
+            .resolve_stage(&spill.link, "spill … via", "a link stage", StageKind::Link)
+            .and_then(|l| {
+                let rule = self.join(
+                    "`spill … via`",
+                    (&decl.name, self.pool_counts[pool]),
+                    (&self.stages[l].name, self.stage_counts[l]),
+                    false,
+                )?;
+                Some(Join {
+                    target: StageId(l as u32),
+                    rule,
+                })
+            });
+        b.site = Site::SpillWork;
+        let work = self
+            .lower(&spill.work, b, Some(owner))
+            .map(|expr| SiteExpr {
+                expr,
+                reads: b.take_reads(),
+            });
+        b.take_reads();
+        b.site = Site::SpillPred;
+        let pred = self
+            .lower(&spill.pred, b, Some(owner))
+            .map(|expr| SiteExpr {
+                expr,
+                reads: b.take_reads(),
+            });
+        b.take_reads();
+        Some(CSpill {
+            tier: tier?,
+            link: link?,
+            work: work?,
+            pred: pred?,
+        })
+    }
+
+    fn resolve_stage(
+        &mut self,
+        id: &ast::Ident,
+        clause: &str,
+        expected: &str,
+        kind: StageKind,
+    ) -> Option<usize> {
+        match self.symbols.get(&id.name) {
+            Some((Sym::Stage(s), span)) => {
+                if self.stages[s].kind == kind {
+                    Some(s)
+                } else {
+                    let found = match self.stages[s].kind {
+                        StageKind::Step => "a step stage",
+                        StageKind::Link => "a link stage",
+                    };
+                    self.error(errors::wrong_kind(
+                        clause, expected, &id.name, found, id.span, span,
+                    ));
+                    None
+                }
+            }
+            Some((sym, span)) => {
+                self.error(errors::wrong_kind(
+                    clause,
+                    expected,
+                    &id.name,
+                    sym.describe(),
+                    id.span,
+                    span,
+                ));
+                None
+            }
+            None => {
+                let cand = self.symbols.names_where(|s| matches!(s, Sym::Stage(_)));
+                self.error(errors::unknown_name(
+                    &id.name,
+                    id.span,
+                    suggest(&id.name, cand),
+                ));
+                None
+            }
+        }
+    }
+
+    /// K1: how a family of `from` members reaches one of `to` members.
+    fn join(
+        &mut self,
+        what: &str,
+        (from, from_count): (&ast::Ident, u32),
+        (to, to_count): (&ast::Ident, u32),
+        shared_source_ok: bool,
+    ) -> Option<JoinRule> {
+        if from_count == to_count {
+            Some(JoinRule::MemberForMember)
+        } else if to_count == 1 {
+            Some(JoinRule::SharedTarget)
+        } else if from_count == 1 && shared_source_ok {
+            Some(JoinRule::SharedSource)
+        } else {
+            self.error(errors::count_mismatch(
+                what,
+                (&from.name, from_count, from.span),
+                (&to.name, to_count, to.span),
+            ));
+            None
+        }
+    }
+
+    /// K2: no chain of spills may come back to where it started.
+    fn check_spill_cycles(&mut self, pools: &[CPool]) {
+        let next = |p: usize| pools[p].spill.as_ref().map(|s| s.tier.target.0 as usize);
+        let mut reported = vec![false; pools.len()];
+        for start in 0..pools.len() {
+            let mut path = vec![start];
+            let mut p = start;
+            while let Some(n) = next(p) {
+                if let Some(pos) = path.iter().position(|&x| x == n) {
+                    let cycle = &path[pos..];
+                    // Report each cycle once, from its first pool in source order.
+                    if cycle.iter().min() == Some(&start) && !reported[start] {
+                        reported[start] = true;
+                        let names = cycle
+                            .iter()
+                            .map(|&q| (self.pools[q].name.name.clone(), self.spill_span(q)))
+                            .collect::<Vec<_>>();
+                        self.error(errors::spill_cycle(&names));
+                    }
+                    break;
+                }
+                path.push(n);
+                p = n;
+            }
+        }
+    }
+
+    fn spill_span(&self, pool: usize) -> Span {
+        self.pools[pool]
+            .options
+            .iter()
+            .find(|o| matches!(o.kind, PoolOptionKind::Spill(_)))
+            .map_or(self.pools[pool].name.span, |o| o.span)
+    }
+}
+
+/// The built-in attributes, in their fixed slots.
+#[derive(Clone, Copy)]
+enum CSessionBuiltin {
+    Serial,
+    Arrival,
+}
+
+impl CSessionBuiltin {
+    fn id(self) -> AttrId {
+        match self {
+            CSessionBuiltin::Serial => CSession::SERIAL,
+            CSessionBuiltin::Arrival => CSession::ARRIVAL,
+        }
+    }
 }

@@ -16,12 +16,18 @@ pub struct Span {
 impl Span {
     pub fn new(start: usize, end: usize) -> Span {
         // Spec files larger than 4 GiB are refused before parsing, so offsets fit.
-        Span { start: start as u32, end: end as u32 }
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
     }
 
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 
     pub fn range(self) -> Range<usize> {

@@ -88,8 +88,14 @@ pub enum Builtin {
 }
 
 impl Builtin {
-    pub const ALL: [Builtin; 6] =
-        [Builtin::Min, Builtin::Max, Builtin::Abs, Builtin::Floor, Builtin::Ceil, Builtin::Sqrt];
+    pub const ALL: [Builtin; 6] = [
+        Builtin::Min,
+        Builtin::Max,
+        Builtin::Abs,
+        Builtin::Floor,
+        Builtin::Ceil,
+        Builtin::Sqrt,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -480,7 +486,10 @@ impl CSession {
     }
 
     pub fn find(&self, name: &str) -> Option<AttrId> {
-        self.attrs.iter().position(|a| a.name == name).map(|i| AttrId(i as u32))
+        self.attrs
+            .iter()
+            .position(|a| a.name == name)
+            .map(|i| AttrId(i as u32))
     }
 }
 
@@ -511,10 +520,19 @@ impl Program {
     }
 
     pub fn find_pool(&self, name: &str) -> Option<PoolId> {
-        self.pools.iter().position(|p| p.name == name).map(|i| PoolId(i as u32))
+        self.pools
+            .iter()
+            .position(|p| p.name == name)
+            .map(|i| PoolId(i as u32))
     }
 
     pub fn find_stage(&self, name: &str) -> Option<StageId> {
-        self.stages.iter().position(|s| s.name == name).map(|i| StageId(i as u32))
+        self.stages
+            .iter()
+            .position(|s| s.name == name)
+            .map(|i| StageId(i as u32))
     }
 }
+
+mod write;
+pub use write::dump;

@@ -1,0 +1,166 @@
+//! Command-line interface: the clap definitions of every subcommand and the code that
+//! prints their results. Exit codes are decided here and only here: 0 success, 1 a
+//! spec or input error (diagnostics on stderr), 2 a usage error (from clap).
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use poolc::diag::{self, Diagnostic};
+use poolc::{Options, ir};
+
+#[derive(Parser)]
+#[command(
+    name = "poolc",
+    version,
+    about = "Compiler and runtime for Pool, the KV-cache pool policy language"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check specs and report every error found.
+    Check {
+        /// Spec files to check.
+        #[arg(required = true)]
+        specs: Vec<PathBuf>,
+        #[command(flatten)]
+        set: SetArgs,
+    },
+    /// Print the checked IR of a spec: values, stages, pools, key expressions over
+    /// slots, read-sets, slot layouts and family joins.
+    Ir {
+        spec: PathBuf,
+        #[command(flatten)]
+        set: SetArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct SetArgs {
+    /// Override a `param` (D2), e.g. `--set blocks=8192`. May be repeated.
+    #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
+    set: Vec<(String, f64)>,
+}
+
+impl SetArgs {
+    fn options(&self) -> Options {
+        Options {
+            set: self.set.clone(),
+        }
+    }
+}
+
+fn parse_set(s: &str) -> Result<(String, f64), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("expected NAME=VALUE, found `{s}`"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("missing NAME in `{s}`"));
+    }
+    let value = value.trim();
+    let v = match value {
+        "inf" => f64::INFINITY,
+        "-inf" => f64::NEG_INFINITY,
+        _ => value
+            .replace('_', "")
+            .parse::<f64>()
+            .map_err(|_| format!("`{value}` is not a number"))?,
+    };
+    Ok((name.to_string(), v))
+}
+
+/// Replaces Rust's panic message (and its backtrace hint) with a short report: a
+/// panic is a bug in poolc, never the user's fault.
+pub fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("poolc: internal error: {msg}{at}");
+        eprintln!("poolc: this is a bug in poolc; please report it with the input that caused it");
+    }));
+}
+
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Check { specs, set } => check(&specs, &set.options()),
+        Command::Ir { spec, set } => match load(&spec, &set.options()) {
+            Ok(program) => {
+                print!("{}", ir::dump(&program));
+                ExitCode::SUCCESS
+            }
+            Err(code) => code,
+        },
+    }
+}
+
+fn check(specs: &[PathBuf], options: &Options) -> ExitCode {
+    let mut failed = false;
+    for path in specs {
+        match load(path, options) {
+            Ok(p) => {
+                let members: u32 = p.pools.iter().map(|x| x.count).sum();
+                println!(
+                    "{}: ok ({} pool{}, {} member{}, {} stage{})",
+                    path.display(),
+                    p.pools.len(),
+                    plural(p.pools.len()),
+                    members,
+                    plural(members as usize),
+                    p.stages.len(),
+                    plural(p.stages.len())
+                );
+            }
+            Err(_) => failed = true,
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Reads and checks one spec, printing its diagnostics; the error is the exit code.
+fn load(path: &Path, options: &Options) -> Result<ir::Program, ExitCode> {
+    let source = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("poolc: cannot read {}: {e}", path.display());
+            return Err(ExitCode::from(1));
+        }
+    };
+    poolc::check(&source, options).map_err(|diags| {
+        report(path, &source, &diags);
+        ExitCode::from(1)
+    })
+}
+
+fn report(path: &Path, source: &str, diags: &[Diagnostic]) {
+    let color = std::io::stderr().is_terminal();
+    eprint!(
+        "{}",
+        diag::render(&path.display().to_string(), source, diags, color)
+    );
+    let n = diags.len();
+    eprintln!("poolc: {n} error{} in {}", plural(n), path.display());
+}

@@ -1,0 +1,269 @@
+//! The readable text form of a `Program` (`poolc ir`): every value, attribute, stage
+//! and pool, each expression with its slots named, its read-set, the slot layouts and
+//! the family joins. It is for people and snapshot tests; nothing parses it back.
+
+use std::fmt::Write;
+
+use super::*;
+
+/// Renders a whole program.
+pub fn dump(p: &Program) -> String {
+    let mut out = String::new();
+    for v in &p.values {
+        let kind = if v.is_param { "param" } else { "const" };
+        let _ = writeln!(out, "{kind} {} = {}", v.name, num(v.value));
+    }
+    let _ = writeln!(out, "session");
+    for (i, a) in p.session.attrs.iter().enumerate() {
+        let how = match (a.builtin, a.default) {
+            (true, _) => "built-in".to_string(),
+            (false, Some(d)) => format!("default {}", num(d)),
+            (false, None) => "required".to_string(),
+        };
+        let _ = writeln!(out, "  attr {i} {} ({how})", a.name);
+    }
+    for s in &p.stages {
+        let kind = match s.kind {
+            StageKind::Step => "step",
+            StageKind::Link => "link",
+        };
+        let _ = writeln!(out, "stage {}{}: {kind}", s.name, count(s.count));
+        match s.kind {
+            StageKind::Step => {
+                let _ = writeln!(
+                    out,
+                    "  budget {}, seats {}, chunk {}, exclusive prefill {}",
+                    s.budget,
+                    s.seats,
+                    s.chunk,
+                    if s.exclusive_prefill { "on" } else { "off" }
+                );
+                let _ = writeln!(out, "  time = {}", expr(&s.time.expr, p, &s.time_layout));
+                let _ = writeln!(out, "    reads {}", reads(&s.time.reads, p));
+                write_layout(&mut out, p, &s.time_layout, "time");
+            }
+            StageKind::Link => {
+                let _ = writeln!(out, "  rate {}", num(s.rate));
+            }
+        }
+    }
+    for pool in &p.pools {
+        let _ = writeln!(out, "pool {}{}", pool.name, count(pool.count));
+        let block = pool.block.map_or("none (1)".to_string(), |b| b.to_string());
+        let _ = writeln!(out, "  cap {}, block {block}", pool.cap);
+        let preempt = match pool.preempt {
+            PreemptMode::None => "none",
+            PreemptMode::Lifo => "lifo",
+        };
+        let _ = writeln!(out, "  preempt {preempt}");
+        match &pool.admit_via {
+            Some(j) => {
+                let _ = writeln!(
+                    out,
+                    "  admit via {} ({})",
+                    p.stage(j.target).name,
+                    rule(j.rule)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  admit at every settle");
+            }
+        }
+        match &pool.queue {
+            QueuePolicy::Fifo => {
+                let _ = writeln!(out, "  queue fifo");
+            }
+            QueuePolicy::By(keys) => {
+                let _ = writeln!(out, "  queue by");
+                write_keys(&mut out, p, keys, &pool.queue_layout);
+                write_layout(&mut out, p, &pool.queue_layout, "queue");
+            }
+        }
+        match &pool.evict {
+            Evict::Lru => {
+                let _ = writeln!(out, "  evict lru");
+            }
+            Evict::By(keys) => {
+                let _ = writeln!(out, "  evict by");
+                write_keys(&mut out, p, keys, &pool.entry_layout);
+            }
+        }
+        if let Some(s) = &pool.spill {
+            let _ = writeln!(
+                out,
+                "  spill to {} ({}) via {} ({})",
+                p.pool(s.tier.target).name,
+                rule(s.tier.rule),
+                p.stage(s.link.target).name,
+                rule(s.link.rule)
+            );
+            let l = &pool.entry_layout;
+            let _ = writeln!(out, "    work = {}", expr(&s.work.expr, p, l));
+            let _ = writeln!(out, "      reads {}", reads(&s.work.reads, p));
+            let _ = writeln!(out, "    when = {}", expr(&s.pred.expr, p, l));
+            let _ = writeln!(out, "      reads {}", reads(&s.pred.reads, p));
+        }
+        if matches!(pool.evict, Evict::By(_)) || pool.spill.is_some() {
+            write_layout(&mut out, p, &pool.entry_layout, "entry");
+        }
+    }
+    out
+}
+
+fn write_keys(out: &mut String, p: &Program, keys: &[SiteExpr], layout: &Layout) {
+    for (i, k) in keys.iter().enumerate() {
+        let fixed = if k.reads.is_fixed() {
+            "fixed"
+        } else {
+            "per attempt"
+        };
+        let _ = writeln!(out, "    key {i} = {}", expr(&k.expr, p, layout));
+        let _ = writeln!(out, "      reads {} ({fixed})", reads(&k.reads, p));
+    }
+}
+
+fn write_layout(out: &mut String, p: &Program, l: &Layout, site: &str) {
+    let names = |v: &[Input]| {
+        v.iter()
+            .enumerate()
+            .map(|(i, x)| format!("{i}:{}", input(*x, p)))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let _ = writeln!(
+        out,
+        "  {site} layout: row [{}] ctx [{}]",
+        names(&l.row),
+        names(&l.ctx)
+    );
+}
+
+fn count(n: u32) -> String {
+    if n == 1 {
+        String::new()
+    } else {
+        format!("[{n}]")
+    }
+}
+
+fn rule(r: JoinRule) -> &'static str {
+    match r {
+        JoinRule::MemberForMember => "member for member",
+        JoinRule::SharedTarget => "one shared by every member",
+        JoinRule::SharedSource => "every member serves the one",
+    }
+}
+
+/// A number as Pool source would write it, so dumps read like the spec.
+fn num(v: f64) -> String {
+    if v == f64::INFINITY {
+        "inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-inf".into()
+    } else if v.is_nan() {
+        "NaN".into()
+    } else {
+        format!("{v:?}")
+    }
+}
+
+fn member(m: Member) -> String {
+    match m {
+        Member::Same => String::new(),
+        Member::Index(i) => format!("[{i}]"),
+    }
+}
+
+fn input(i: Input, p: &Program) -> String {
+    match i {
+        Input::Attr(a) => p.session.attr(a).name.clone(),
+        Input::Var(v) => v.name().to_string(),
+        Input::Enqueued => "enqueued".to_string(),
+        Input::Query(q) => {
+            let target = match q.target {
+                QueryTarget::Pool(id, m) => format!("{}{}", p.pool(id).name, member(m)),
+                QueryTarget::Stage(id, m) => format!("{}{}", p.stage(id).name, member(m)),
+            };
+            format!("{}({target})", q.kind.name())
+        }
+    }
+}
+
+fn reads(r: &ReadSet, p: &Program) -> String {
+    let names: Vec<String> =
+        r.0.iter()
+            .map(|x| match x {
+                Read::Attr(a) => p.session.attr(*a).name.clone(),
+                Read::Var(v) => v.name().to_string(),
+                Read::Query(q) => input(Input::Query(*q), p),
+            })
+            .collect();
+    format!("{{{}}}", names.join(", "))
+}
+
+/// An expression with slots shown as `row.NAME` / `ctx.NAME`, parenthesised by E1
+/// precedence.
+fn expr(e: &Expr, p: &Program, l: &Layout) -> String {
+    let mut s = String::new();
+    write_expr(&mut s, e, p, l, 0);
+    s
+}
+
+fn write_expr(s: &mut String, e: &Expr, p: &Program, l: &Layout, outer: u8) {
+    match e {
+        Expr::Const(v) => s.push_str(&num(*v)),
+        Expr::Slot(Slot::Row(i)) => {
+            let name = l
+                .row
+                .get(*i as usize)
+                .map_or("?".to_string(), |x| input(*x, p));
+            let _ = write!(s, "row.{name}");
+        }
+        Expr::Slot(Slot::Ctx(i)) => {
+            let name = l
+                .ctx
+                .get(*i as usize)
+                .map_or("?".to_string(), |x| input(*x, p));
+            let _ = write!(s, "ctx.{name}");
+        }
+        Expr::Unary(op, a) => {
+            s.push_str(op.symbol());
+            write_expr(s, a, p, l, 7);
+        }
+        Expr::Binary(op, a, b) => {
+            let prec = op.precedence();
+            if prec < outer {
+                s.push('(');
+            }
+            write_expr(s, a, p, l, prec);
+            let _ = write!(s, " {} ", op.symbol());
+            write_expr(s, b, p, l, prec + 1);
+            if prec < outer {
+                s.push(')');
+            }
+        }
+        Expr::Cond(c, a, b) => {
+            if outer > 0 {
+                s.push('(');
+            }
+            write_expr(s, c, p, l, 1);
+            s.push_str(" ? ");
+            write_expr(s, a, p, l, 0);
+            s.push_str(" : ");
+            write_expr(s, b, p, l, 0);
+            if outer > 0 {
+                s.push(')');
+            }
+        }
+        Expr::Call(f, args) => {
+            let _ = write!(s, "{}(", f.name());
+            for (i, a) in args.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(", ");
+                }
+                write_expr(s, a, p, l, 0);
+            }
+            s.push(')');
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! Every semantic diagnostic's wording, in one file, so messages stay consistent and
+//! the error catalogue in docs/LANGUAGE.md can be checked against one place. Each
+//! function builds a `Diagnostic`; none decides whether an error occurred.
+
+use crate::diag::Diagnostic;
+use crate::syntax::Span;
+
+/// Formats an evaluated value the way a user would write it.
+pub fn value(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".to_string()
+    } else if v == f64::INFINITY {
+        "inf".to_string()
+    } else if v == f64::NEG_INFINITY {
+        "-inf".to_string()
+    } else {
+        format!("{v}")
+    }
+}
+
+pub fn with_suggestion(d: Diagnostic, suggestion: Option<&str>) -> Diagnostic {
+    match suggestion {
+        Some(s) => d.note(format!("did you mean `{s}`?")),
+        None => d,
+    }
+}
+
+pub fn duplicate_name(name: &str, first: Span, second: Span) -> Diagnostic {
+    Diagnostic::new("D7", format!("`{name}` is declared twice"))
+        .primary(second, "declared again here")
+        .secondary(first, "first declared here")
+        .note("pools, stages, constants, parameters and session attributes share one namespace")
+}
+
+pub fn reserved_name(name: &str, span: Span, what: &str) -> Diagnostic {
+    Diagnostic::new("D3", format!("`{name}` is {what} and cannot be declared"))
+        .primary(span, format!("`{name}` is {what}"))
+}
+
+pub fn second_session(first: Span, second: Span) -> Diagnostic {
+    Diagnostic::new("D3", "a spec has at most one `session` block")
+        .primary(second, "second `session` block")
+        .secondary(first, "first `session` block")
+}
+
+pub fn const_cycle(names: &[(String, Span)]) -> Diagnostic {
+    let mut chain: Vec<String> = names.iter().map(|(n, _)| format!("`{n}`")).collect();
+    if let Some(first) = chain.first().cloned() {
+        chain.push(first);
+    }
+    let mut d = Diagnostic::new("D1", format!("constant cycle: {}", chain.join(" → ")));
+    for (i, (n, span)) in names.iter().enumerate() {
+        d = if i == 0 {
+            d.primary(*span, format!("`{n}` depends on itself through this cycle"))
+        } else {
+            d.secondary(*span, format!("`{n}` is part of the cycle"))
+        };
+    }
+    d
+}
+
+pub fn set_unknown(name: &str, suggestion: Option<&str>) -> Diagnostic {
+    with_suggestion(
+        Diagnostic::new(
+            "D2",
+            format!("`--set {name}=…`: there is no parameter named `{name}`"),
+        ),
+        suggestion,
+    )
+}
+
+pub fn set_not_param(name: &str, what: &str, decl: Span) -> Diagnostic {
+    Diagnostic::new(
+        "D2",
+        format!("`--set {name}=…`: `{name}` is {what}, and only a `param` can be set"),
+    )
+    .primary(decl, format!("`{name}` is declared here"))
+    .note("declare it with `param` to make it overridable")
+}
+
+pub fn repeated_option(option: &str, first: Span, second: Span) -> Diagnostic {
+    Diagnostic::new("D5", format!("the `{option}` option is given twice"))
+        .primary(second, "given again here")
+        .secondary(first, "first given here")
+}
+
+pub fn bad_value(what: &str, must: &str, v: f64, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "D6",
+        format!("{what} must be {must}, but it evaluates to {}", value(v)),
+    )
+    .primary(span, format!("this evaluates to {}", value(v)))
+}
+
+pub fn wrong_stage_option(option: &str, stage: &str, kind: &str, span: Span) -> Diagnostic {
+    let other = if kind == "step" { "link" } else { "step" };
+    Diagnostic::new(
+        "D4",
+        format!("`{option}` is an option of {other} stages, but `{stage}` is a {kind} stage"),
+    )
+    .primary(span, format!("not allowed in a {kind} stage"))
+}
+
+pub fn unknown_name(name: &str, span: Span, suggestion: Option<&str>) -> Diagnostic {
+    with_suggestion(
+        Diagnostic::new("name", format!("unknown name `{name}`")).primary(span, "not declared"),
+        suggestion,
+    )
+}
+
+pub fn not_a_value(name: &str, what: &str, span: Span) -> Diagnostic {
+    Diagnostic::new("name", format!("`{name}` is {what}, not a value"))
+        .primary(span, format!("`{name}` is {what}"))
+        .note(format!("a pool or stage can be an argument of a query, e.g. `free({name})` or `residents({name})`"))
+}
+
+pub fn member_outside_query(name: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "E6",
+        format!("`{name}[…]` names a member of a family, not a value"),
+    )
+    .primary(span, "only a query can take a family member")
+    .note(format!("e.g. `free({name}[0])`"))
+}
+
+pub fn forbidden_read(site: &str, what: &str, span: Span, may_read: &str) -> Diagnostic {
+    Diagnostic::new("S1", format!("{site} may not read {what}"))
+        .primary(span, "not readable here")
+        .note(format!("{site} may read: {may_read}"))
+}
+
+pub fn draw_forbidden(site: &str, span: Span) -> Diagnostic {
+    Diagnostic::new("S1", format!("{site} may not draw"))
+        .primary(span, "`draw` samples a random value")
+        .note("no pool expression may draw (E7)")
+}
+
+pub fn unknown_function(name: &str, span: Span, suggestion: Option<&str>) -> Diagnostic {
+    with_suggestion(
+        Diagnostic::new("E4", format!("unknown function `{name}`"))
+            .primary(span, "not a built-in function or query"),
+        suggestion,
+    )
+    .note("functions: min, max, abs, floor, ceil, sqrt; queries: free, used, cached, cap, queued, budget_left, residents")
+}
+
+pub fn wrong_arity(name: &str, expected: &str, found: usize, span: Span) -> Diagnostic {
+    let plural = if found == 1 { "" } else { "s" };
+    Diagnostic::new(
+        "E4",
+        format!("`{name}` takes {expected}, but {found} argument{plural} were given"),
+    )
+    .primary(span, format!("{found} argument{plural}"))
+}
+
+pub fn query_argument(query: &str, expected: &str, span: Span, found: &str) -> Diagnostic {
+    Diagnostic::new(
+        "E6",
+        format!("`{query}` takes {expected}, but this is {found}"),
+    )
+    .primary(span, format!("expected {expected}"))
+}
+
+pub fn index_out_of_range(name: &str, index: f64, count: u32, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "E6",
+        format!(
+            "index {} is out of range for `{name}`, which has {count} member{}",
+            value(index),
+            if count == 1 { "" } else { "s" }
+        ),
+    )
+    .primary(
+        span,
+        format!("expected an integer from 0 to {}", count.saturating_sub(1)),
+    )
+}
+
+pub fn count_mismatch(
+    what: &str,
+    (from, from_count, from_span): (&str, u32, Span),
+    (to, to_count, to_span): (&str, u32, Span),
+) -> Diagnostic {
+    Diagnostic::new(
+        "K1",
+        format!("{what}: `{from}` has {from_count} members and `{to}` has {to_count}; they cannot be joined"),
+    )
+    .primary(from_span, format!("`{from}` declared with {from_count} here"))
+    .secondary(to_span, format!("`{to}` declared with {to_count} here"))
+    .note("families join member for member when their counts are equal, or through a family of one (K1)")
+}
+
+pub fn wrong_kind(
+    clause: &str,
+    expected: &str,
+    name: &str,
+    found: &str,
+    span: Span,
+    decl: Span,
+) -> Diagnostic {
+    Diagnostic::new(
+        "K2",
+        format!("`{clause}` needs {expected}, but `{name}` is {found}"),
+    )
+    .primary(span, format!("expected {expected}"))
+    .secondary(decl, format!("`{name}` is declared here"))
+}
+
+pub fn spill_into_self(name: &str, span: Span) -> Diagnostic {
+    Diagnostic::new("K2", format!("pool `{name}` cannot spill into itself"))
+        .primary(span, "the tier must be another pool")
+}
+
+pub fn spill_cycle(names: &[(String, Span)]) -> Diagnostic {
+    let mut chain: Vec<String> = names.iter().map(|(n, _)| format!("`{n}`")).collect();
+    if let Some(first) = chain.first().cloned() {
+        chain.push(first);
+    }
+    let mut d = Diagnostic::new("K2", format!("spill cycle: {}", chain.join(" → ")));
+    for (i, (n, span)) in names.iter().enumerate() {
+        d = if i == 0 {
+            d.primary(*span, format!("`{n}` spills here"))
+        } else {
+            d.secondary(*span, format!("`{n}` spills here"))
+        };
+    }
+    d.note("spilled blocks must end in a tier that spills no further")
+}
+
+pub fn lifo_without_admit(pool: &str, span: Span) -> Diagnostic {
+    Diagnostic::new("K3", format!("`preempt lifo` in pool `{pool}` needs `admit via`"))
+        .primary(span, "no step stage to take victims from")
+        .note("lifo preempts the most recent resident of the step stage the pool is admitted via; add `admit via STAGE;` or use `preempt none;`")
+}
+
+pub fn not_a_family(name: &str, what: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "E6",
+        format!("`{name}` is {what}, not a family; it cannot be indexed"),
+    )
+    .primary(span, "only pools and stages have members")
+}

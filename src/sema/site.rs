@@ -1,0 +1,182 @@
+//! Sites (S1): what each kind of expression may read, where each input sits (row or
+//! context), and the per-site builder that interns inputs and turns them into a dense
+//! `Layout`. It knows nothing of the AST.
+
+use std::collections::BTreeSet;
+
+use crate::ir::{Expr, Input, Layout, Read, ReadSet, Slot, Var};
+
+/// The kinds of expression site of the S1 table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Site {
+    /// `cap`, `block`, array sizes, stage options, constants, attribute defaults, indices.
+    Const,
+    Queue,
+    Evict,
+    SpillWork,
+    SpillPred,
+    Time,
+}
+
+impl Site {
+    /// How messages name the site ("queue keys may not draw").
+    pub fn name(self) -> &'static str {
+        match self {
+            Site::Const => "constant expressions",
+            Site::Queue => "queue keys",
+            Site::Evict => "evict keys",
+            Site::SpillWork => "spill work",
+            Site::SpillPred => "spill predicates",
+            Site::Time => "stage time",
+        }
+    }
+
+    pub fn may_read(self) -> &'static str {
+        match self {
+            Site::Const => {
+                "literals, `const` and `param` values, arithmetic and `min max abs floor ceil sqrt`"
+            }
+            Site::Queue => {
+                "constants; session attributes; the hold's `units`, `reserve`, `computed`; `waited`; `now`; queries"
+            }
+            Site::Evict => {
+                "constants; `size`, `age`, `last`, `waiting`; the entry's session attributes"
+            }
+            Site::SpillWork | Site::SpillPred => {
+                "constants; `size`, `age`, `last`, `waiting`, `units`; the entry's session attributes"
+            }
+            Site::Time => "constants; `tokens`, `prefill`, `decode`, `residents`",
+        }
+    }
+
+    pub fn reads_attrs(self) -> bool {
+        matches!(
+            self,
+            Site::Queue | Site::Evict | Site::SpillWork | Site::SpillPred
+        )
+    }
+
+    pub fn reads_queries(self) -> bool {
+        self == Site::Queue
+    }
+
+    pub fn reads_var(self, v: Var) -> bool {
+        use Var::*;
+        match self {
+            Site::Const => false,
+            Site::Queue => matches!(v, Units | Reserve | Computed | Waited | Now),
+            Site::Evict => matches!(v, Size | Age | Last | Waiting),
+            Site::SpillWork | Site::SpillPred => matches!(v, Size | Age | Last | Waiting | Units),
+            Site::Time => matches!(v, Tokens | Prefill | Decode | Residents),
+        }
+    }
+
+    /// Whether an input lives in the context (one per evaluation) rather than the row
+    /// (one per record). Per-moment values are context; per-record values are row.
+    fn in_ctx(self, input: Input) -> bool {
+        match input {
+            Input::Query(_) => true,
+            Input::Var(Var::Now) => true,
+            Input::Var(Var::Units) => self != Site::Queue,
+            Input::Var(Var::Tokens | Var::Prefill | Var::Decode | Var::Residents) => true,
+            _ => false,
+        }
+    }
+}
+
+/// Accumulates the inputs of every expression of one layout (the queue site of a pool,
+/// its entry sites, or a stage's time) and the read-set of the expression being lowered.
+pub struct SiteBuilder {
+    pub site: Site,
+    /// Interned inputs; leaves refer to them as `Slot::Row(index)` until `finish`.
+    inputs: Vec<(Input, bool)>,
+    pub reads: BTreeSet<Read>,
+}
+
+impl SiteBuilder {
+    pub fn new(site: Site) -> SiteBuilder {
+        SiteBuilder {
+            site,
+            inputs: Vec::new(),
+            reads: BTreeSet::new(),
+        }
+    }
+
+    /// A leaf reading `input`, interned. The slot is provisional until `finish`.
+    pub fn leaf(&mut self, input: Input) -> Expr {
+        let ctx = self.site.in_ctx(input);
+        let i = match self.inputs.iter().position(|(x, _)| *x == input) {
+            Some(i) => i,
+            None => {
+                self.inputs.push((input, ctx));
+                self.inputs.len() - 1
+            }
+        };
+        Expr::Slot(Slot::Row(i as u32))
+    }
+
+    /// Takes the read-set of the expression just lowered and starts a fresh one.
+    pub fn take_reads(&mut self) -> ReadSet {
+        ReadSet(std::mem::take(&mut self.reads))
+    }
+
+    /// The dense layout (inputs in `Input` order, row and ctx apart) and a function
+    /// rewriting provisional leaves onto it.
+    pub fn finish(self) -> (Layout, Remap) {
+        let row: BTreeSet<Input> = self
+            .inputs
+            .iter()
+            .filter(|(_, c)| !c)
+            .map(|(i, _)| *i)
+            .collect();
+        let ctx: BTreeSet<Input> = self
+            .inputs
+            .iter()
+            .filter(|(_, c)| *c)
+            .map(|(i, _)| *i)
+            .collect();
+        let layout = Layout {
+            row: row.into_iter().collect(),
+            ctx: ctx.into_iter().collect(),
+        };
+        let map = self
+            .inputs
+            .iter()
+            .map(|(input, c)| {
+                if *c {
+                    Slot::Ctx(layout.ctx_slot(*input).unwrap_or(0))
+                } else {
+                    Slot::Row(layout.row_slot(*input).unwrap_or(0))
+                }
+            })
+            .collect();
+        (layout, Remap(map))
+    }
+}
+
+/// Rewrites provisional slots (intern indices) to their final places.
+pub struct Remap(Vec<Slot>);
+
+impl Remap {
+    pub fn apply(&self, e: &mut Expr) {
+        match e {
+            Expr::Const(_) => {}
+            Expr::Slot(s) => {
+                if let Slot::Row(i) = *s {
+                    *s = self.0[i as usize];
+                }
+            }
+            Expr::Unary(_, a) => self.apply(a),
+            Expr::Binary(_, a, b) => {
+                self.apply(a);
+                self.apply(b);
+            }
+            Expr::Cond(c, a, b) => {
+                self.apply(c);
+                self.apply(a);
+                self.apply(b);
+            }
+            Expr::Call(_, args) => args.iter_mut().for_each(|a| self.apply(a)),
+        }
+    }
+}
