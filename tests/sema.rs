@@ -1,0 +1,380 @@
+//! Semantic analysis pinned rule by rule: the IR it builds (folded constants, slots,
+//! layouts, read-sets, joins) and the diagnostics it gives, checked through the public
+//! `poolc::check` entry point. Rendered diagnostics are snapshot-tested in tests/ui.
+
+use poolc::diag::Diagnostic;
+use poolc::ir::*;
+use poolc::{Options, check};
+
+fn ok(src: &str) -> Program {
+    match check(src, &Options::default()) {
+        Ok(p) => p,
+        Err(d) => panic!("expected a clean spec, got {d:#?}"),
+    }
+}
+
+fn errs(src: &str) -> Vec<Diagnostic> {
+    errs_with(src, &Options::default())
+}
+
+fn errs_with(src: &str, options: &Options) -> Vec<Diagnostic> {
+    match check(src, options) {
+        Ok(p) => panic!("expected diagnostics, got a program: {p:#?}"),
+        Err(d) => d,
+    }
+}
+
+fn codes(d: &[Diagnostic]) -> Vec<&'static str> {
+    d.iter().map(|d| d.code).collect()
+}
+
+fn queue_keys(p: &Program, pool: &str) -> Vec<SiteExpr> {
+    let id = p.find_pool(pool).expect("pool exists");
+    match &p.pool(id).queue {
+        QueuePolicy::By(k) => k.clone(),
+        QueuePolicy::Fifo => panic!("pool {pool} is fifo"),
+    }
+}
+
+#[test]
+fn d1_constants_fold_through_other_constants_declared_later() {
+    let p = ok(
+        "pool kv { cap a * b; block b; } const a = 4 + c; const b = 16; const c = max(1, 2) * 2;",
+    );
+    let kv = p.pool(PoolId(0));
+    assert_eq!(kv.cap, Limit::Finite(128));
+    assert_eq!(kv.block, Some(16));
+}
+
+#[test]
+fn d1_cycle_is_reported_once_naming_every_member() {
+    let d = errs("const a = b + 1; const b = c; const c = a; pool kv { cap a; }");
+    assert_eq!(codes(&d), vec!["D1"]);
+    assert!(
+        d[0].message.contains("`a` → `b` → `c` → `a`"),
+        "{}",
+        d[0].message
+    );
+    assert_eq!(d[0].labels.len(), 3);
+}
+
+#[test]
+fn d2_set_replaces_a_param_and_rejects_anything_else() {
+    let src = "param blocks = 10; const bt = 16; pool kv { cap blocks * bt; }";
+    let p = check(
+        src,
+        &Options {
+            set: vec![("blocks".into(), 100.0)],
+        },
+    )
+    .expect("clean");
+    assert_eq!(p.pool(PoolId(0)).cap, Limit::Finite(1600));
+    let d = errs_with(
+        src,
+        &Options {
+            set: vec![("bt".into(), 1.0)],
+        },
+    );
+    assert_eq!(codes(&d), vec!["D2"]);
+    assert!(d[0].message.contains("only a `param` can be set"));
+    let d = errs_with(
+        src,
+        &Options {
+            set: vec![("blokcs".into(), 1.0)],
+        },
+    );
+    assert_eq!(codes(&d), vec!["D2"]);
+    assert_eq!(d[0].notes, vec!["did you mean `blocks`?".to_string()]);
+}
+
+#[test]
+fn d3_builtins_come_first_and_defaults_are_evaluated() {
+    let p = ok("const two = 2; session { prompt; priority = two * 3; }");
+    let names: Vec<&str> = p.session.attrs.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["serial", "arrival", "prompt", "priority"]);
+    assert_eq!(p.session.attrs[2].default, None);
+    assert_eq!(p.session.attrs[3].default, Some(6.0));
+    assert!(p.session.attrs[0].builtin && !p.session.attrs[2].builtin);
+}
+
+#[test]
+fn d5_evict_lru_and_evict_by_are_the_same_option() {
+    let d = errs("pool kv { evict lru; evict by (size); }");
+    assert_eq!(codes(&d), vec!["D5"]);
+    assert_eq!(d[0].labels.len(), 2);
+}
+
+#[test]
+fn d6_values_are_shown_as_evaluated() {
+    let d = errs("const z = 1 - 1; pool kv { block z; cap 2.5; } stage s { step; seats -1; }");
+    assert_eq!(codes(&d), vec!["D6", "D6", "D6"]);
+    assert!(d[0].message.ends_with("evaluates to 0"), "{}", d[0].message);
+    assert!(
+        d[1].message.ends_with("evaluates to 2.5"),
+        "{}",
+        d[1].message
+    );
+    assert!(
+        d[2].message.ends_with("evaluates to -1"),
+        "{}",
+        d[2].message
+    );
+}
+
+#[test]
+fn d6_inf_is_a_valid_cap_but_not_a_block() {
+    let p = ok("pool kv { cap inf; }");
+    assert_eq!(p.pool(PoolId(0)).cap, Limit::Unbounded);
+    assert_eq!(codes(&errs("pool kv { block inf; }")), vec!["D6"]);
+}
+
+#[test]
+fn d7_every_kind_of_name_shares_one_namespace() {
+    let d = errs("pool x { } stage x { link; }");
+    assert_eq!(codes(&d), vec!["D7"]);
+    let d = errs("const prompt = 1; session { prompt; }");
+    assert_eq!(codes(&d), vec!["D7"]);
+}
+
+#[test]
+fn s1_waited_expands_to_now_minus_enqueued() {
+    let p = ok("pool kv { queue by (waited); }");
+    let keys = queue_keys(&p, "kv");
+    let layout = &p.pool(PoolId(0)).queue_layout;
+    assert_eq!(layout.row, vec![Input::Enqueued]);
+    assert_eq!(layout.ctx, vec![Input::Var(Var::Now)]);
+    assert_eq!(
+        keys[0].expr,
+        Expr::Binary(
+            BinaryOp::Sub,
+            Box::new(Expr::Slot(Slot::Ctx(0))),
+            Box::new(Expr::Slot(Slot::Row(0)))
+        )
+    );
+    assert!(keys[0].reads.contains(Read::Var(Var::Waited)));
+    assert!(!keys[0].reads.is_fixed());
+}
+
+#[test]
+fn s1_key_reading_only_attributes_and_header_is_fixed() {
+    let p = ok(
+        "session { priority = 0; } pool kv { queue by (priority, units + reserve, serial, computed); }",
+    );
+    let keys = queue_keys(&p, "kv");
+    assert!(keys[0].reads.is_fixed());
+    assert!(keys[1].reads.is_fixed());
+    assert!(keys[2].reads.is_fixed());
+    assert!(!keys[3].reads.is_fixed(), "computed changes with the cache");
+}
+
+#[test]
+fn s1_layout_is_shared_by_all_keys_of_a_site_and_dense() {
+    let p =
+        ok("session { priority = 0; } pool kv { queue by (priority * now, serial, priority); }");
+    let l = &p.pool(PoolId(0)).queue_layout;
+    // Inputs in `Input` order: serial (AttrId 0) before priority (AttrId 2).
+    assert_eq!(l.row, vec![Input::Attr(AttrId(0)), Input::Attr(AttrId(2))]);
+    assert_eq!(l.ctx, vec![Input::Var(Var::Now)]);
+    let keys = queue_keys(&p, "kv");
+    assert_eq!(keys[1].expr, Expr::Slot(Slot::Row(0)));
+    assert_eq!(keys[2].expr, Expr::Slot(Slot::Row(1)));
+}
+
+#[test]
+fn s1_entry_sites_share_one_layout_with_units_in_ctx() {
+    let p = ok("stage l { link; } pool t { } session { priority = 0; }
+        pool kv { evict by (priority, age); spill t via l (units * 2) when (size >= 64); }");
+    let kv = p.pool(p.find_pool("kv").unwrap());
+    let l = &kv.entry_layout;
+    assert_eq!(
+        l.row,
+        vec![
+            Input::Attr(AttrId(2)),
+            Input::Var(Var::Size),
+            Input::Var(Var::Last)
+        ]
+    );
+    assert_eq!(l.ctx, vec![Input::Var(Var::Now), Input::Var(Var::Units)]);
+    let spill = kv.spill.as_ref().unwrap();
+    assert_eq!(
+        spill.work.expr,
+        Expr::Binary(
+            BinaryOp::Mul,
+            Box::new(Expr::Slot(Slot::Ctx(1))),
+            Box::new(Expr::Const(2.0))
+        )
+    );
+}
+
+#[test]
+fn s1_each_site_rejects_what_it_may_not_read() {
+    let cases = [
+        (
+            "pool kv { queue by (size); }",
+            "queue keys may not read the context variable `size`",
+        ),
+        (
+            "pool kv { evict by (waited); }",
+            "evict keys may not read the context variable `waited`",
+        ),
+        (
+            "pool kv { evict by (free(kv)); }",
+            "evict keys may not read queries such as `free(…)`",
+        ),
+        (
+            "session { p = 1; } stage s { step; time (p); }",
+            "stage time may not read the session attribute `p`",
+        ),
+        (
+            "session { p = 1; } pool kv { cap p; }",
+            "constant expressions may not read the session attribute `p`",
+        ),
+        ("pool kv { queue by (draw(1)); }", "queue keys may not draw"),
+        ("pool kv { evict by (draw()); }", "evict keys may not draw"),
+    ];
+    for (src, message) in cases {
+        let d = errs(src);
+        assert_eq!(codes(&d), vec!["S1"], "{src}");
+        assert_eq!(d[0].message, message, "{src}");
+        assert!(d[0].notes[0].contains("may read:"), "{src}");
+    }
+}
+
+#[test]
+fn unknown_name_suggests_a_readable_near_miss() {
+    let d = errs("session { priority = 0; } pool kv { queue by (priorty); }");
+    assert_eq!(codes(&d), vec!["name"]);
+    assert_eq!(d[0].notes, vec!["did you mean `priority`?".to_string()]);
+    // A near miss the site may not read is not suggested.
+    let d = errs("pool kv { evict by (waitd); }");
+    assert_eq!(d[0].notes, Vec::<String>::new());
+}
+
+#[test]
+fn e4_arity_and_unknown_functions() {
+    assert_eq!(
+        errs("pool kv { cap sqrt(1, 2); }")[0].message,
+        "`sqrt` takes 1 argument, but 2 arguments were given"
+    );
+    assert_eq!(
+        errs("pool kv { cap min(1); }")[0].message,
+        "`min` takes 2 or more arguments, but 1 argument were given"
+    );
+    let d = errs("pool kv { cap sqr(4); }");
+    assert_eq!(codes(&d), vec!["E4"]);
+    assert!(d[0].notes.contains(&"did you mean `sqrt`?".to_string()));
+}
+
+#[test]
+fn e6_queries_join_by_k1_or_name_a_member() {
+    let p = ok("pool kv[4] { queue by (free(kv), used(host), cap(kv[3])); } pool host { }");
+    let keys = queue_keys(&p, "kv");
+    let l = &p.pool(PoolId(0)).queue_layout;
+    let q = |kind, target| Input::Query(Query { kind, target });
+    assert_eq!(
+        l.ctx,
+        vec![
+            q(QueryKind::Free, QueryTarget::Pool(PoolId(0), Member::Same)),
+            q(
+                QueryKind::Used,
+                QueryTarget::Pool(PoolId(1), Member::Index(0))
+            ),
+            q(
+                QueryKind::Cap,
+                QueryTarget::Pool(PoolId(0), Member::Index(3))
+            ),
+        ]
+    );
+    assert_eq!(keys.len(), 3);
+    assert_eq!(
+        codes(&errs("pool kv[4] { queue by (free(kv[4])); }")),
+        vec!["E6"]
+    );
+    assert_eq!(
+        codes(&errs("pool kv[4] { queue by (free(h)); } pool h[2] { }")),
+        vec!["K1"]
+    );
+    assert_eq!(
+        codes(&errs("pool kv { queue by (budget_left(kv)); }")),
+        vec!["E6"]
+    );
+}
+
+#[test]
+fn k1_admit_via_joins_and_rejects_other_counts() {
+    let p = ok("stage e[4] { step; } pool kv[4] { admit via e; } pool one { admit via e; }");
+    assert_eq!(
+        p.pool(PoolId(0)).admit_via.unwrap().rule,
+        JoinRule::MemberForMember
+    );
+    assert_eq!(
+        p.pool(PoolId(1)).admit_via.unwrap().rule,
+        JoinRule::SharedSource
+    );
+    let d = errs("stage e[3] { step; } pool kv[4] { admit via e; }");
+    assert_eq!(codes(&d), vec!["K1"]);
+    assert!(
+        d[0].message.contains("`kv` has 4 members and `e` has 3"),
+        "{}",
+        d[0].message
+    );
+    assert_eq!(d[0].labels.len(), 2, "names both declarations");
+}
+
+#[test]
+fn k2_kinds_and_spill_cycles() {
+    assert_eq!(
+        codes(&errs("stage l { link; } pool kv { admit via l; }")),
+        vec!["K2"]
+    );
+    assert_eq!(
+        codes(&errs(
+            "stage s { step; } pool t { } pool kv { spill t via s (1) when (1); }"
+        )),
+        vec!["K2"]
+    );
+    assert_eq!(
+        codes(&errs(
+            "stage l { link; } pool kv { spill kv via l (1) when (1); }"
+        )),
+        vec!["K2"]
+    );
+    let d = errs(
+        "stage l { link; } pool a { spill b via l (1) when (1); } pool b { spill c via l (1) when (1); } pool c { spill a via l (1) when (1); }",
+    );
+    assert_eq!(codes(&d), vec!["K2"]);
+    assert!(
+        d[0].message.contains("`a` → `b` → `c` → `a`"),
+        "{}",
+        d[0].message
+    );
+}
+
+#[test]
+fn k3_lifo_needs_admit_via() {
+    let d = errs("pool kv { preempt lifo; }");
+    assert_eq!(codes(&d), vec!["K3"]);
+    ok("stage e { step; } pool kv { preempt lifo; admit via e; }");
+}
+
+#[test]
+fn several_independent_errors_are_reported_in_source_order() {
+    let d = errs("pool kv { cap nope; block 0; } stage s { step; rate 1; } const c = d;");
+    assert_eq!(codes(&d), vec!["name", "D6", "D4", "name"]);
+}
+
+#[test]
+fn constant_subexpressions_fold_and_constant_conditions_pick_a_branch() {
+    let p =
+        ok("const k = 3; session { p = 0; } pool kv { queue by (p + k * 2, k > 2 ? p : 1 / 0); }");
+    let keys = queue_keys(&p, "kv");
+    assert_eq!(
+        keys[0].expr,
+        Expr::Binary(
+            BinaryOp::Add,
+            Box::new(Expr::Slot(Slot::Row(0))),
+            Box::new(Expr::Const(6.0))
+        )
+    );
+    assert_eq!(keys[1].expr, Expr::Slot(Slot::Row(0)));
+}
