@@ -2,12 +2,14 @@
 //! `sema` (AST → checked IR) → `interp` / `codegen` (IR → values / machine code).
 //! This crate never prints and never exits; `main.rs` does both.
 
+pub mod codegen;
 pub mod diag;
 pub mod interp;
 pub mod ir;
 pub mod sema;
 pub mod syntax;
 
+pub use codegen::{Compiled, compile};
 use diag::Diagnostic;
 
 /// Compile-time options shared by every entry point.

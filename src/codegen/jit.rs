@@ -1,0 +1,540 @@
+//! The JIT backend: a `JITModule` for this host (ISA from cranelift-native), the
+//! definition of every planned function in one batch with one
+//! `finalize_definitions`, and the ownership of the resulting machine code, which is
+//! freed (`free_memory`) when the last [`CodeHandle`] share of it goes. It is the only
+//! place where a code pointer becomes a Rust function pointer ([`Finished::get`]).
+//! It does not decide what to generate (that is the plan in `mod.rs`) nor how
+//! expressions lower (`lower.rs`).
+
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::isa::OwnedTargetIsa;
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_codegen::{Context, ir as clir};
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{FuncId, Linkage, Module, ModuleError, default_libcall_names};
+use poolrt::policy::{
+    CmpFn, CodeHandle, KeyFn, KeyList, PoolPolicy, SelectFn, Shape, SpillFns, StagePolicy, TimeFn,
+};
+
+use super::lower::{self, FnKind, Imports, Keys};
+use super::{CodegenError, ListPlan, Planned, ProgramPlan, list_plan_of};
+use crate::ir::{self, Expr, PoolId, StageId};
+
+/// A program's policy functions, JIT-compiled, with the IR they came from. The
+/// policy structs share ownership of the machine code: it is freed when this value
+/// and every clone of a struct taken from it are gone.
+pub struct Compiled {
+    program: ir::Program,
+    pools: Vec<PoolPolicy>,
+    stages: Vec<StagePolicy>,
+    code: CodeHandle,
+}
+
+impl Compiled {
+    /// The checked program: caps, blocks, read-sets, slot layouts, links.
+    pub fn program(&self) -> &ir::Program {
+        &self.program
+    }
+
+    /// The functions of a pool declaration; every member of its family uses them.
+    pub fn pool(&self, id: PoolId) -> &PoolPolicy {
+        &self.pools[id.0 as usize]
+    }
+
+    /// The functions of a stage declaration; every member of its family uses them.
+    pub fn stage(&self, id: StageId) -> &StagePolicy {
+        &self.stages[id.0 as usize]
+    }
+
+    /// Pool policies indexed like `program().pools`.
+    pub fn pools(&self) -> &[PoolPolicy] {
+        &self.pools
+    }
+
+    /// Stage policies indexed like `program().stages`.
+    pub fn stages(&self) -> &[StagePolicy] {
+        &self.stages
+    }
+
+    pub fn code(&self) -> &CodeHandle {
+        &self.code
+    }
+}
+
+impl std::fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compiled")
+            .field("pools", &self.pools)
+            .field("stages", &self.stages)
+            .finish_non_exhaustive()
+    }
+}
+
+/// JIT-compiles every policy function of `program` in one module.
+pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> {
+    let plan = ProgramPlan::new(program)?;
+    let mut jit = Jit::new()?;
+    let mut pools = Vec::with_capacity(plan.pools.len());
+    for p in &plan.pools {
+        let queue = p.queue.as_ref().map(|l| jit.list(l)).transpose()?;
+        let evict = p.evict.as_ref().map(|l| jit.list(l)).transpose()?;
+        let spill = match &p.spill {
+            None => None,
+            Some(s) => Some((
+                jit.define::<KeyFn>(&s.pred)?,
+                jit.define::<KeyFn>(&s.work)?,
+                s.shape,
+            )),
+        };
+        pools.push((queue, evict, spill));
+    }
+    let mut stages = Vec::with_capacity(plan.stages.len());
+    for s in &plan.stages {
+        stages.push((jit.define::<TimeFn>(&s.time)?, s.ctx_len));
+    }
+    let done = jit.finish()?;
+    let code = done.handle();
+    let pools = pools
+        .into_iter()
+        .map(|(queue, evict, spill)| PoolPolicy {
+            queue: queue.map(|l| done.key_list(l, &code)),
+            evict: evict.map(|l| done.key_list(l, &code)),
+            spill: spill.map(|(pred, work, shape)| {
+                // SAFETY: both were lowered as `Key` on the entry layout, whose
+                // lengths are `shape` (ProgramPlan checked every slot against it),
+                // and `code` keeps the module alive.
+                unsafe { SpillFns::new(done.get(pred), done.get(work), shape, code.clone()) }
+            }),
+        })
+        .collect();
+    let stages = stages
+        .into_iter()
+        .map(|(time, ctx_len)| {
+            // SAFETY: lowered as `Time`, reading at most `ctx_len` ctx slots
+            // (checked); `code` keeps it alive.
+            unsafe { StagePolicy::new(done.get(time), ctx_len, code.clone()) }
+        })
+        .collect();
+    Ok(Compiled {
+        program: program.clone(),
+        pools,
+        stages,
+        code,
+    })
+}
+
+/// Bare expressions compiled as `key(row, ctx)` functions in one module: for tests,
+/// `poolc eval` and benchmarks. Row and ctx must hold the slots the expressions
+/// read ([`CompiledExprs::shape`]).
+#[derive(Clone, Debug)]
+pub struct CompiledExprs {
+    fns: Vec<KeyFn>,
+    shape: Shape,
+    code: CodeHandle,
+}
+
+impl CompiledExprs {
+    pub fn len(&self) -> usize {
+        self.fns.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.fns.is_empty()
+    }
+
+    /// Slots read: one past the highest row and ctx slot index of any expression.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// Expression `index` on one row. Panics if a slice is shorter than the shape.
+    pub fn eval(&self, index: usize, row: &[f64], ctx: &[f64]) -> f64 {
+        let f = self.fns[index];
+        assert!(
+            row.len() >= self.shape.row,
+            "row has {} slots, needs {}",
+            row.len(),
+            self.shape.row
+        );
+        assert!(
+            ctx.len() >= self.shape.ctx,
+            "ctx has {} slots, needs {}",
+            ctx.len(),
+            self.shape.ctx
+        );
+        // SAFETY: `f` reads at most `shape` slots (computed from the expressions),
+        // both slices are that long, and `self.code` keeps the code mapped.
+        unsafe { f(row.as_ptr(), ctx.as_ptr()) }
+    }
+
+    pub fn code(&self) -> &CodeHandle {
+        &self.code
+    }
+}
+
+/// Compiles each expression as a `key(row, ctx)` function, all in one module.
+pub fn compile_exprs(exprs: &[Expr]) -> Result<CompiledExprs, CodegenError> {
+    let shape = bare_shape(exprs);
+    let mut jit = Jit::new()?;
+    let mut handles = Vec::with_capacity(exprs.len());
+    for (i, expr) in exprs.iter().enumerate() {
+        let symbol = format!("expr{i}");
+        super::check(&symbol, expr, Some(shape.row), shape.ctx)?;
+        handles.push(jit.define::<KeyFn>(&Planned {
+            symbol,
+            kind: FnKind::Key(expr),
+        })?);
+    }
+    let done = jit.finish()?;
+    let fns = handles.into_iter().map(|h| done.get(h)).collect();
+    Ok(CompiledExprs {
+        fns,
+        shape: bare_shape(exprs),
+        code: done.handle(),
+    })
+}
+
+/// Compiles a key list (keys, `cmp`, `select`) whose shape is the slots it reads.
+pub fn compile_key_list(keys: &[Expr]) -> Result<KeyList, CodegenError> {
+    let plan = list_plan_of("keys", Keys::Exprs(keys), bare_shape(keys))?;
+    let mut jit = Jit::new()?;
+    let handles = jit.list(&plan)?;
+    let done = jit.finish()?;
+    let code = done.handle();
+    Ok(done.key_list(handles, &code))
+}
+
+fn bare_shape(exprs: &[Expr]) -> Shape {
+    let (row, ctx) = exprs
+        .iter()
+        .map(lower::slots_read)
+        .fold((0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1)));
+    Shape { row, ctx }
+}
+
+/// The text of `clif`: each function as built, or after the mid-end.
+pub(super) fn clif_text(
+    functions: &[&Planned<'_>],
+    optimized: bool,
+) -> Result<String, CodegenError> {
+    let mut jit = Jit::new()?;
+    let mut out = String::new();
+    for planned in functions {
+        let text = jit.clif(planned, optimized)?;
+        out.push_str(&format!("; {}\n{text}\n", planned.symbol));
+    }
+    Ok(out)
+}
+
+/// The ISA of this machine, tuned for speed. `is_pic` off and non-colocated libcalls
+/// are what cranelift-jit requires (calls may be far from the code).
+fn native_isa() -> Result<OwnedTargetIsa, CodegenError> {
+    let isa_err = |m: String| CodegenError::Isa(m);
+    let mut flags = settings::builder();
+    for (name, value) in [
+        ("opt_level", "speed"),
+        ("is_pic", "false"),
+        ("use_colocated_libcalls", "false"),
+    ] {
+        flags
+            .set(name, value)
+            .map_err(|e| isa_err(format!("flag {name}={value}: {e}")))?;
+    }
+    let builder = cranelift_native::builder().map_err(|m| isa_err(m.to_string()))?;
+    builder
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| isa_err(e.to_string()))
+}
+
+// Host implementations of what generated code calls. A Rust binary does not export
+// libm to dlsym, and these are the very operations the interpreter uses, so JIT and
+// interpreter share the bits. `floor` and `ceil` are called only when the ISA lacks
+// SSE4.1 (Cranelift then legalizes them to libcalls).
+extern "C" fn host_fmod(a: f64, b: f64) -> f64 {
+    a % b
+}
+
+extern "C" fn host_floor(x: f64) -> f64 {
+    x.floor()
+}
+
+extern "C" fn host_ceil(x: f64) -> f64 {
+    x.ceil()
+}
+
+/// The Rust function type of a generated function of one [`FnKind`]; sealed to the
+/// four ABI types so a [`Handle`] can only name a matching one.
+pub(crate) trait AbiFn: Copy + sealed::Sealed {
+    fn matches(kind: &FnKind<'_>) -> bool;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for poolrt::policy::KeyFn {}
+    impl Sealed for poolrt::policy::TimeFn {}
+    impl Sealed for poolrt::policy::CmpFn {}
+    impl Sealed for poolrt::policy::SelectFn {}
+}
+
+impl AbiFn for KeyFn {
+    fn matches(kind: &FnKind<'_>) -> bool {
+        matches!(kind, FnKind::Key(_))
+    }
+}
+
+impl AbiFn for TimeFn {
+    fn matches(kind: &FnKind<'_>) -> bool {
+        matches!(kind, FnKind::Time(_))
+    }
+}
+
+impl AbiFn for CmpFn {
+    fn matches(kind: &FnKind<'_>) -> bool {
+        matches!(kind, FnKind::Cmp(_))
+    }
+}
+
+impl AbiFn for SelectFn {
+    fn matches(kind: &FnKind<'_>) -> bool {
+        matches!(kind, FnKind::Select(_))
+    }
+}
+
+/// A defined function whose Rust type is `F`: made only by [`Jit::define`], which
+/// checks that `F` matches the kind it lowered.
+pub(crate) struct Handle<F> {
+    id: FuncId,
+    _type: PhantomData<F>,
+}
+
+impl<F> Clone for Handle<F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F> Copy for Handle<F> {}
+
+pub(crate) struct ListHandles {
+    keys: Vec<Handle<KeyFn>>,
+    cmp: Handle<CmpFn>,
+    select: Handle<SelectFn>,
+    shape: Shape,
+}
+
+/// One compile batch: the module plus the contexts reused between functions.
+pub(crate) struct Jit {
+    /// Owns the code memory until [`Jit::finish`] passes it on; `None` only after.
+    module: Option<JITModule>,
+    /// Reused for every function so each definition does not reallocate.
+    ctx: Context,
+    /// cranelift-frontend's scratch state, reused likewise.
+    fctx: FunctionBuilderContext,
+    /// Declared once per module; every function that uses `%` refers to it.
+    imports: Imports,
+}
+
+impl Jit {
+    pub fn new() -> Result<Jit, CodegenError> {
+        let mut builder = JITBuilder::with_isa(native_isa()?, default_libcall_names());
+        builder.symbol("fmod", host_fmod as *const u8);
+        builder.symbol("floor", host_floor as *const u8);
+        builder.symbol("ceil", host_ceil as *const u8);
+        let mut module = JITModule::new(builder);
+        let imports = Imports::declare(&mut module)?;
+        let ctx = module.make_context();
+        Ok(Jit {
+            module: Some(module),
+            ctx,
+            fctx: FunctionBuilderContext::new(),
+            imports,
+        })
+    }
+
+    /// Lowers `planned` into `self.ctx.func`, declaring its symbol.
+    fn build(&mut self, planned: &Planned<'_>) -> Result<FuncId, CodegenError> {
+        let module = self
+            .module
+            .as_mut()
+            .expect("the module is present until finish()");
+        let sig = lower::signature(planned.kind, module);
+        let id = module
+            .declare_function(&planned.symbol, Linkage::Local, &sig)
+            .map_err(module_err(Some(&planned.symbol)))?;
+        module.clear_context(&mut self.ctx);
+        self.ctx.func.name = clir::UserFuncName::testcase(&planned.symbol);
+        lower::build(
+            module,
+            &self.imports,
+            planned.kind,
+            &mut self.ctx.func,
+            &mut self.fctx,
+        );
+        Ok(id)
+    }
+
+    /// Lowers and compiles one function of type `F` into the module.
+    pub fn define<F: AbiFn>(&mut self, planned: &Planned<'_>) -> Result<Handle<F>, CodegenError> {
+        assert!(
+            F::matches(&planned.kind),
+            "{} requested with the wrong function type",
+            planned.symbol
+        );
+        let id = self.build(planned)?;
+        let module = self
+            .module
+            .as_mut()
+            .expect("the module is present until finish()");
+        module
+            .define_function(id, &mut self.ctx)
+            .map_err(module_err(Some(&planned.symbol)))?;
+        Ok(Handle {
+            id,
+            _type: PhantomData,
+        })
+    }
+
+    fn list(&mut self, plan: &ListPlan<'_>) -> Result<ListHandles, CodegenError> {
+        let keys = plan
+            .keys
+            .iter()
+            .map(|k| self.define::<KeyFn>(k))
+            .collect::<Result<_, _>>()?;
+        Ok(ListHandles {
+            keys,
+            cmp: self.define::<CmpFn>(&plan.cmp)?,
+            select: self.define::<SelectFn>(&plan.select)?,
+            shape: plan.shape,
+        })
+    }
+
+    /// The CLIF text of one function, never defined in the module.
+    fn clif(&mut self, planned: &Planned<'_>, optimized: bool) -> Result<String, CodegenError> {
+        self.build(planned)?;
+        if optimized {
+            let module = self
+                .module
+                .as_ref()
+                .expect("the module is present until finish()");
+            self.ctx
+                .optimize(module.isa(), &mut ControlPlane::default())
+                .map_err(|e| CodegenError::Module {
+                    function: Some(planned.symbol.clone()),
+                    message: e.to_string(),
+                })?;
+        }
+        Ok(self.ctx.func.display().to_string())
+    }
+
+    /// Resolves relocations and makes the batch executable (one
+    /// `finalize_definitions`, which seals the pages).
+    pub fn finish(mut self) -> Result<Finished, CodegenError> {
+        let mut module = self
+            .module
+            .take()
+            .expect("the module is present until finish()");
+        if let Err(e) = module.finalize_definitions() {
+            // SAFETY: no pointer into the module was handed out before finalizing.
+            unsafe { module.free_memory() };
+            return Err(module_err(None)(e));
+        }
+        Ok(Finished {
+            code: Arc::new(JitCode {
+                module: Mutex::new(Some(module)),
+            }),
+        })
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: a batch dropped before `finish` never handed out a pointer.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
+fn module_err(function: Option<&str>) -> impl Fn(ModuleError) -> CodegenError + '_ {
+    move |e| CodegenError::Module {
+        function: function.map(str::to_string),
+        message: e.to_string(),
+    }
+}
+
+/// A finalized module, from which typed function pointers are taken.
+pub(crate) struct Finished {
+    code: Arc<JitCode>,
+}
+
+impl Finished {
+    /// The Rust function pointer of a defined function.
+    pub fn get<F: AbiFn>(&self, handle: Handle<F>) -> F {
+        let guard = self
+            .code
+            .module
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let module = guard
+            .as_ref()
+            .expect("the module lives until JitCode drops");
+        let ptr = module.get_finalized_function(handle.id);
+        assert_eq!(
+            size_of::<F>(),
+            size_of::<*const u8>(),
+            "ABI function types are thin pointers"
+        );
+        // SAFETY: `handle` was made by `Jit::define::<F>`, which lowered the function
+        // with `lower::signature` of a kind that `F::matches`: the same parameter and
+        // return types, under the target's default calling convention, which is the C
+        // convention of `F` (an `unsafe extern "C" fn`). The module is finalized, so
+        // the pointer is executable; it stays valid while `self.code` (wrapped in
+        // every `CodeHandle` given out) lives.
+        unsafe { std::mem::transmute_copy::<*const u8, F>(&ptr) }
+    }
+
+    /// A share in the code, for the policy structs.
+    pub fn handle(&self) -> CodeHandle {
+        CodeHandle::new(self.code.clone())
+    }
+
+    fn key_list(&self, h: ListHandles, code: &CodeHandle) -> KeyList {
+        let keys = h.keys.into_iter().map(|k| self.get(k)).collect();
+        // SAFETY: the functions were lowered as their types say on a layout of
+        // `h.shape` slots (every slot checked), and `code` keeps them mapped.
+        unsafe {
+            KeyList::new(
+                keys,
+                self.get(h.cmp),
+                self.get(h.select),
+                h.shape,
+                code.clone(),
+            )
+        }
+    }
+}
+
+/// The machine code of one batch; freed when the last share drops. The mutex makes
+/// it `Sync` (the JIT module is only `Send`); nothing locks it after compilation.
+struct JitCode {
+    module: Mutex<Option<JITModule>>,
+}
+
+impl Drop for JitCode {
+    fn drop(&mut self) {
+        let slot = self
+            .module
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(module) = slot.take() {
+            // SAFETY: this is the last share: every policy struct holding a pointer
+            // into the module also held a `CodeHandle` to this value, so none is left
+            // to call into the code.
+            unsafe { module.free_memory() };
+        }
+    }
+}

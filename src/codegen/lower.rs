@@ -1,0 +1,553 @@
+//! Lowering of IR expressions to Cranelift IR: one generated function per
+//! [`FnKind`], built with cranelift-frontend into a caller-supplied
+//! `ir::Function`. It works against any `cranelift_module::Module` (JIT today, the
+//! object backend later) and takes the calling convention, pointer type and
+//! frontend config from that module's `TargetIsa`; it must not choose an ISA, own
+//! code memory, define or finalize functions, or hard-code a target.
+//!
+//! Semantics are those of the reference interpreter (LANGUAGE.md E2–E5): `&&`, `||`
+//! and `?:` are real branches; truth is `x != 0` (so NaN is true); comparisons
+//! yield 1.0/0.0; `min`/`max` are Cranelift `fmin`/`fmax` (IEEE 754-2019
+//! minimum/maximum, exactly E4); `%` calls the imported C `fmod`. Key order (E5)
+//! compares keys as integers after [`Translator::order_bits`].
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::types::{F64, I32, I64};
+use cranelift_codegen::ir::{
+    self, AbiParam, BlockArg, InstBuilder, MemFlagsData, Signature, Value,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_module::{FuncId, Linkage, Module};
+
+use super::CodegenError;
+
+use crate::ir::{BinaryOp, Builtin, Expr, SiteExpr, Slot, UnaryOp};
+
+/// What one generated function computes, and so its signature (docs/ABI.md).
+#[derive(Clone, Copy, Debug)]
+pub enum FnKind<'a> {
+    /// `(row: ptr, ctx: ptr) -> f64`: a key, or a spill `pred`/`work`.
+    Key(&'a Expr),
+    /// `(ctx: ptr) -> f64`: a stage's `time`; the expression reads no row slot.
+    Time(&'a Expr),
+    /// `(row_a: ptr, row_b: ptr, ctx: ptr) -> i32`: the fused E5 comparator.
+    Cmp(Keys<'a>),
+    /// `(rows: ptr, n: i64, stride: i64, ctx: ptr) -> i64`: the fused E5 scan.
+    Select(Keys<'a>),
+}
+
+impl<'a> FnKind<'a> {
+    fn exprs(&self) -> Vec<&'a Expr> {
+        match *self {
+            FnKind::Key(e) | FnKind::Time(e) => vec![e],
+            FnKind::Cmp(keys) | FnKind::Select(keys) => keys.to_vec(),
+        }
+    }
+}
+
+/// A key list as the IR holds it (a site's `SiteExpr`s) or as a caller passes it.
+#[derive(Clone, Copy, Debug)]
+pub enum Keys<'a> {
+    Sites(&'a [SiteExpr]),
+    Exprs(&'a [Expr]),
+}
+
+impl<'a> Keys<'a> {
+    pub fn to_vec(self) -> Vec<&'a Expr> {
+        match self {
+            Keys::Sites(keys) => keys.iter().map(|k| &k.expr).collect(),
+            Keys::Exprs(keys) => keys.iter().collect(),
+        }
+    }
+}
+
+/// The C signature of a kind under the target's default calling convention (System V
+/// on x86-64 Linux, AAPCS64 on aarch64 Linux), which is what Rust's `extern "C"`
+/// uses there.
+pub fn signature(kind: FnKind<'_>, module: &dyn Module) -> Signature {
+    let isa = module.isa();
+    let ptr = isa.pointer_type();
+    let mut sig = Signature::new(isa.default_call_conv());
+    let (params, ret): (&[ir::Type], ir::Type) = match kind {
+        FnKind::Key(_) => (&[ptr, ptr], F64),
+        FnKind::Time(_) => (&[ptr], F64),
+        FnKind::Cmp(_) => (&[ptr, ptr, ptr], I32),
+        FnKind::Select(_) => (&[ptr, I64, I64, ptr], I64),
+    };
+    sig.params.extend(params.iter().map(|t| AbiParam::new(*t)));
+    sig.returns.push(AbiParam::new(ret));
+    sig
+}
+
+/// Functions every generated module imports.
+#[derive(Clone, Copy, Debug)]
+pub struct Imports {
+    /// C `fmod(double, double) -> double` for `%` (E3): Cranelift has no remainder
+    /// instruction for floats.
+    pub fmod: FuncId,
+}
+
+impl Imports {
+    pub fn declare(module: &mut dyn Module) -> Result<Imports, CodegenError> {
+        let mut sig = Signature::new(module.isa().default_call_conv());
+        sig.params.extend([AbiParam::new(F64), AbiParam::new(F64)]);
+        sig.returns.push(AbiParam::new(F64));
+        let fmod = module
+            .declare_function("fmod", Linkage::Import, &sig)
+            .map_err(|e| CodegenError::Module {
+                function: Some("fmod".into()),
+                message: e.to_string(),
+            })?;
+        Ok(Imports { fmod })
+    }
+}
+
+/// Builds the body of `kind` into `func` (which should be fresh, e.g. from a cleared
+/// `Context`). The expressions must have passed [`check_expr`] for the layout of the
+/// site they belong to; anything else is a broken invariant and panics.
+pub fn build(
+    module: &mut dyn Module,
+    imports: &Imports,
+    kind: FnKind<'_>,
+    func: &mut ir::Function,
+    fctx: &mut FunctionBuilderContext,
+) {
+    func.signature = signature(kind, module);
+    // Import fmod only where `%` appears, so the CLIF of other functions stays clean.
+    let fmod = kind
+        .exprs()
+        .into_iter()
+        .any(uses_rem)
+        .then(|| module.declare_func_in_func(imports.fmod, func));
+    let ptr = module.isa().pointer_type();
+    let frontend_config = module.target_config();
+
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let params = b.block_params(entry).to_vec();
+    let ctx = *params.last().expect("every policy function takes ctx last");
+    let mut t = Translator { b, ctx, fmod, ptr };
+    match kind {
+        FnKind::Key(e) => {
+            let v = t.expr(e, Some(params[0]));
+            t.b.ins().return_(&[v]);
+        }
+        FnKind::Time(e) => {
+            let v = t.expr(e, None);
+            t.b.ins().return_(&[v]);
+        }
+        FnKind::Cmp(keys) => t.cmp(&keys.to_vec(), params[0], params[1]),
+        FnKind::Select(keys) => t.select(&keys.to_vec(), params[0], params[1], params[2]),
+    }
+    t.b.seal_all_blocks();
+    t.b.finalize(frontend_config);
+}
+
+/// Why an expression cannot be lowered for a site: the IR broke its own contract
+/// (a front-end bug, or hand-built IR).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadExpr(pub String);
+
+/// Checks what [`build`] relies on: every slot inside the site's layout (`row_len`
+/// `None` when the site has no row, as for `time`), builtin arities as E4 says.
+pub fn check_expr(expr: &Expr, row_len: Option<usize>, ctx_len: usize) -> Result<(), BadExpr> {
+    match expr {
+        Expr::Const(_) => Ok(()),
+        Expr::Slot(Slot::Row(i) | Slot::Ctx(i)) if *i > MAX_SLOT => Err(BadExpr(format!(
+            "slot index {i} is beyond the largest layout ({MAX_SLOT})"
+        ))),
+        Expr::Slot(Slot::Row(i)) => match row_len {
+            None => Err(BadExpr(format!(
+                "reads row slot {i} at a site without rows"
+            ))),
+            Some(n) if (*i as usize) < n => Ok(()),
+            Some(n) => Err(BadExpr(format!(
+                "reads row slot {i}; the row layout has {n}"
+            ))),
+        },
+        Expr::Slot(Slot::Ctx(i)) if (*i as usize) < ctx_len => Ok(()),
+        Expr::Slot(Slot::Ctx(i)) => Err(BadExpr(format!(
+            "reads ctx slot {i}; the ctx layout has {ctx_len}"
+        ))),
+        Expr::Unary(_, x) => check_expr(x, row_len, ctx_len),
+        Expr::Binary(_, a, b) => {
+            check_expr(a, row_len, ctx_len)?;
+            check_expr(b, row_len, ctx_len)
+        }
+        Expr::Cond(c, a, b) => {
+            check_expr(c, row_len, ctx_len)?;
+            check_expr(a, row_len, ctx_len)?;
+            check_expr(b, row_len, ctx_len)
+        }
+        Expr::Call(f, args) => {
+            let ok = if f.is_variadic() {
+                args.len() >= 2
+            } else {
+                args.len() == 1
+            };
+            if !ok {
+                return Err(BadExpr(format!(
+                    "{}() with {} arguments",
+                    f.name(),
+                    args.len()
+                )));
+            }
+            args.iter()
+                .try_for_each(|a| check_expr(a, row_len, ctx_len))
+        }
+    }
+}
+
+/// The number of row and ctx slots an expression reads (highest index + 1): the
+/// shape of a bare expression compiled without a layout.
+pub fn slots_read(expr: &Expr) -> (usize, usize) {
+    match expr {
+        Expr::Const(_) => (0, 0),
+        Expr::Slot(Slot::Row(i)) => (*i as usize + 1, 0),
+        Expr::Slot(Slot::Ctx(i)) => (0, *i as usize + 1),
+        Expr::Unary(_, x) => slots_read(x),
+        Expr::Binary(_, a, b) => max2(slots_read(a), slots_read(b)),
+        Expr::Cond(c, a, b) => max2(slots_read(c), max2(slots_read(a), slots_read(b))),
+        Expr::Call(_, args) => args.iter().map(slots_read).fold((0, 0), max2),
+    }
+}
+
+fn max2(a: (usize, usize), b: (usize, usize)) -> (usize, usize) {
+    (a.0.max(b.0), a.1.max(b.1))
+}
+
+fn uses_rem(expr: &Expr) -> bool {
+    match expr {
+        Expr::Const(_) | Expr::Slot(_) => false,
+        Expr::Unary(_, x) => uses_rem(x),
+        Expr::Binary(op, a, b) => *op == BinaryOp::Rem || uses_rem(a) || uses_rem(b),
+        Expr::Cond(c, a, b) => uses_rem(c) || uses_rem(a) || uses_rem(b),
+        Expr::Call(_, args) => args.iter().any(uses_rem),
+    }
+}
+
+/// Loads of row slots: rows are valid, aligned and unchanging for the whole call,
+/// but only for the rows the caller passed, so they may not move above a branch.
+const ROW_FLAGS: MemFlagsData = MemFlagsData::trusted().with_readonly();
+/// Loads of ctx slots: the whole ctx is valid for the whole call, so they may move
+/// (the egraph hoists them out of `select`'s loop).
+const CTX_FLAGS: MemFlagsData = MemFlagsData::trusted().with_readonly().with_can_move();
+
+/// The translator of one function: the builder plus the values every node needs.
+struct Translator<'a> {
+    b: FunctionBuilder<'a>,
+    /// The ctx pointer parameter.
+    ctx: Value,
+    /// `fmod`, imported into this function when it uses `%`.
+    fmod: Option<ir::FuncRef>,
+    /// The target's pointer type, for the row cursor of `select`.
+    ptr: ir::Type,
+}
+
+impl Translator<'_> {
+    /// One arm per IR node; `row` is the record the row slots are read from (`None`
+    /// in `time`, whose expressions were checked to read no row).
+    fn expr(&mut self, e: &Expr, row: Option<Value>) -> Value {
+        match e {
+            Expr::Const(c) => self.b.ins().f64const(*c),
+            Expr::Slot(Slot::Row(i)) => {
+                let row = row.expect("checked: a row slot at a site without rows");
+                self.b.ins().load(F64, ROW_FLAGS, row, slot_offset(*i))
+            }
+            Expr::Slot(Slot::Ctx(i)) => {
+                self.b.ins().load(F64, CTX_FLAGS, self.ctx, slot_offset(*i))
+            }
+            Expr::Unary(UnaryOp::Neg, x) => {
+                let x = self.expr(x, row);
+                self.b.ins().fneg(x)
+            }
+            Expr::Unary(UnaryOp::Not, x) => {
+                let x = self.expr(x, row);
+                let zero = self.b.ins().f64const(0.0);
+                let is_zero = self.b.ins().fcmp(FloatCC::Equal, x, zero);
+                self.bool_to_f64(is_zero)
+            }
+            Expr::Binary(BinaryOp::And, a, b) => self.logic(true, a, b, row),
+            Expr::Binary(BinaryOp::Or, a, b) => self.logic(false, a, b, row),
+            Expr::Binary(op, a, b) => {
+                let a = self.expr(a, row);
+                let b = self.expr(b, row);
+                self.binary(*op, a, b)
+            }
+            Expr::Cond(c, a, b) => self.cond(c, a, b, row),
+            Expr::Call(f, args) => self.call(*f, args, row),
+        }
+    }
+
+    /// Strict binary operators (everything but `&&` and `||`).
+    fn binary(&mut self, op: BinaryOp, a: Value, b: Value) -> Value {
+        let cc = match op {
+            BinaryOp::Add => return self.b.ins().fadd(a, b),
+            BinaryOp::Sub => return self.b.ins().fsub(a, b),
+            BinaryOp::Mul => return self.b.ins().fmul(a, b),
+            BinaryOp::Div => return self.b.ins().fdiv(a, b),
+            BinaryOp::Rem => {
+                let fmod = self.fmod.expect("fmod is imported wherever % appears");
+                let call = self.b.ins().call(fmod, &[a, b]);
+                return self.b.inst_results(call)[0];
+            }
+            // IEEE comparisons: false on NaN except `!=`, as Rust's operators.
+            BinaryOp::Eq => FloatCC::Equal,
+            BinaryOp::Ne => FloatCC::NotEqual,
+            BinaryOp::Lt => FloatCC::LessThan,
+            BinaryOp::Le => FloatCC::LessThanOrEqual,
+            BinaryOp::Gt => FloatCC::GreaterThan,
+            BinaryOp::Ge => FloatCC::GreaterThanOrEqual,
+            BinaryOp::And | BinaryOp::Or => unreachable!("lazy operators are lowered by logic()"),
+        };
+        let c = self.b.ins().fcmp(cc, a, b);
+        self.bool_to_f64(c)
+    }
+
+    fn call(&mut self, f: Builtin, args: &[Expr], row: Option<Value>) -> Value {
+        let first = self.expr(&args[0], row);
+        match f {
+            // fmin/fmax are IEEE 754-2019 minimum/maximum: E4 exactly, and
+            // associative up to NaN payloads, so a left fold is the n-ary form.
+            Builtin::Min | Builtin::Max => args[1..].iter().fold(first, |acc, a| {
+                let v = self.expr(a, row);
+                if f == Builtin::Min {
+                    self.b.ins().fmin(acc, v)
+                } else {
+                    self.b.ins().fmax(acc, v)
+                }
+            }),
+            Builtin::Abs => self.b.ins().fabs(first),
+            Builtin::Floor => self.b.ins().floor(first),
+            Builtin::Ceil => self.b.ins().ceil(first),
+            Builtin::Sqrt => self.b.ins().sqrt(first),
+        }
+    }
+
+    /// `a && b` (`and`) or `a || b`: `b` runs only when `a` does not decide (E2).
+    fn logic(&mut self, and: bool, a: &Expr, b: &Expr, row: Option<Value>) -> Value {
+        let a = self.expr(a, row);
+        let a_true = self.truth(a);
+        let rhs = self.b.create_block();
+        let merge = self.b.create_block();
+        let result = self.b.append_block_param(merge, F64);
+        if and {
+            let zero = self.b.ins().f64const(0.0);
+            self.b
+                .ins()
+                .brif(a_true, rhs, &[], merge, &[BlockArg::Value(zero)]);
+        } else {
+            let one = self.b.ins().f64const(1.0);
+            self.b
+                .ins()
+                .brif(a_true, merge, &[BlockArg::Value(one)], rhs, &[]);
+        }
+        self.b.switch_to_block(rhs);
+        let b = self.expr(b, row);
+        let b_true = self.truth(b);
+        let b = self.bool_to_f64(b_true);
+        self.b.ins().jump(merge, &[BlockArg::Value(b)]);
+        self.b.switch_to_block(merge);
+        result
+    }
+
+    /// `c ? a : b`, evaluating only the arm taken.
+    fn cond(&mut self, c: &Expr, a: &Expr, b: &Expr, row: Option<Value>) -> Value {
+        let c = self.expr(c, row);
+        let c_true = self.truth(c);
+        let then_block = self.b.create_block();
+        let else_block = self.b.create_block();
+        let merge = self.b.create_block();
+        let result = self.b.append_block_param(merge, F64);
+        self.b.ins().brif(c_true, then_block, &[], else_block, &[]);
+        for (block, arm) in [(then_block, a), (else_block, b)] {
+            self.b.switch_to_block(block);
+            let v = self.expr(arm, row);
+            self.b.ins().jump(merge, &[BlockArg::Value(v)]);
+        }
+        self.b.switch_to_block(merge);
+        result
+    }
+
+    /// E2 truth: non-zero, and NaN is non-zero (`NotEqual` is unordered-or-not-equal).
+    fn truth(&mut self, x: Value) -> Value {
+        let zero = self.b.ins().f64const(0.0);
+        self.b.ins().fcmp(FloatCC::NotEqual, x, zero)
+    }
+
+    fn bool_to_f64(&mut self, c: Value) -> Value {
+        let one = self.b.ins().f64const(1.0);
+        let zero = self.b.ins().f64const(0.0);
+        self.b.ins().select(c, one, zero)
+    }
+
+    /// Maps a key to an i64 whose signed order is E5's order on f64: −0 becomes +0,
+    /// every NaN becomes i64::MAX (above +inf, all NaNs equal), and negative numbers
+    /// get their magnitude bits flipped so that larger magnitudes sort lower. No
+    /// branches: this runs once per key per row in `select`.
+    fn order_bits(&mut self, x: Value) -> Value {
+        let zero = self.b.ins().f64const(0.0);
+        let is_zero = self.b.ins().fcmp(FloatCC::Equal, x, zero);
+        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
+        let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), x);
+        let int_zero = self.b.ins().iconst(I64, 0);
+        let bits = self.b.ins().select(is_zero, int_zero, bits);
+        let sign = self.b.ins().sshr_imm_u(bits, 63);
+        let flip = self.b.ins().ushr_imm_u(sign, 1);
+        let ordered = self.b.ins().bxor(bits, flip);
+        let nan = self.b.ins().iconst(I64, i64::MAX);
+        self.b.ins().select(is_nan, nan, ordered)
+    }
+
+    /// The key's order bits for one row.
+    fn key_order(&mut self, key: &Expr, row: Value) -> Value {
+        let v = self.expr(key, Some(row));
+        self.order_bits(v)
+    }
+
+    /// `cmp(a, b, ctx)`: key by key, returning at the first difference.
+    fn cmp(&mut self, keys: &[&Expr], a: Value, b: Value) {
+        let done = self.b.create_block();
+        let r = self.b.append_block_param(done, I32);
+        for key in keys {
+            let ka = self.key_order(key, a);
+            let kb = self.key_order(key, b);
+            let lt = self.b.ins().icmp(IntCC::SignedLessThan, ka, kb);
+            let gt = self.b.ins().icmp(IntCC::SignedGreaterThan, ka, kb);
+            let lt = self.b.ins().uextend(I32, lt);
+            let gt = self.b.ins().uextend(I32, gt);
+            let sign = self.b.ins().isub(gt, lt);
+            let next = self.b.create_block();
+            self.b
+                .ins()
+                .brif(sign, done, &[BlockArg::Value(sign)], next, &[]);
+            self.b.switch_to_block(next);
+        }
+        let equal = self.b.ins().iconst(I32, 0);
+        self.b.ins().jump(done, &[BlockArg::Value(equal)]);
+        self.b.switch_to_block(done);
+        self.b.ins().return_(&[r]);
+    }
+
+    /// `select(rows, n, stride, ctx)`: one loop keeping the best row's index and its
+    /// keys' order bits. A row's key j is computed only when keys 0..j tie with the
+    /// best, and a row replaces the best only when strictly less, so ties keep the
+    /// lowest index.
+    fn select(&mut self, keys: &[&Expr], rows: Value, n: Value, stride: Value) {
+        let empty = self.b.create_block();
+        let init = self.b.create_block();
+        let body = self.b.create_block();
+        let next = self.b.create_block();
+        let exit = self.b.create_block();
+        let best = self.b.declare_var(I64);
+        let index = self.b.declare_var(I64);
+        let cursor = self.b.declare_var(self.ptr);
+        let best_keys: Vec<Variable> = keys.iter().map(|_| self.b.declare_var(I64)).collect();
+
+        let is_empty = self.b.ins().icmp_imm_u(IntCC::Equal, n, 0);
+        self.b.ins().brif(is_empty, empty, &[], init, &[]);
+
+        self.b.switch_to_block(empty);
+        let none = self.b.ins().iconst(I64, -1);
+        self.b.ins().return_(&[none]);
+
+        self.b.switch_to_block(init);
+        let step = self.b.ins().ishl_imm_u(stride, 3);
+        let step = self.int_to_ptr(step);
+        for (key, var) in keys.iter().zip(&best_keys) {
+            let k = self.key_order(key, rows);
+            self.b.def_var(*var, k);
+        }
+        let zero = self.b.ins().iconst(I64, 0);
+        let one = self.b.ins().iconst(I64, 1);
+        self.b.def_var(best, zero);
+        self.b.def_var(index, one);
+        let second = self.b.ins().iadd(rows, step);
+        self.b.def_var(cursor, second);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, one, n);
+        self.b.ins().brif(more, body, &[], exit, &[]);
+
+        self.b.switch_to_block(body);
+        let row = self.b.use_var(cursor);
+        let i = self.b.use_var(index);
+        for (j, key) in keys.iter().enumerate() {
+            let k = self.key_order(key, row);
+            let held = self.b.use_var(best_keys[j]);
+            let take = self.b.create_block();
+            let less = self.b.ins().icmp(IntCC::SignedLessThan, k, held);
+            let not_less = self.b.create_block();
+            self.b.ins().brif(less, take, &[], not_less, &[]);
+            self.b.switch_to_block(not_less);
+            if j + 1 < keys.len() {
+                let tie = self.b.create_block();
+                let equal = self.b.ins().icmp(IntCC::Equal, k, held);
+                self.b.ins().brif(equal, tie, &[], next, &[]);
+                self.b.switch_to_block(take);
+                self.take(keys, &best_keys, j, k, row, best, i, next);
+                self.b.switch_to_block(tie);
+            } else {
+                self.b.ins().jump(next, &[]);
+                self.b.switch_to_block(take);
+                self.take(keys, &best_keys, j, k, row, best, i, next);
+            }
+        }
+        if keys.is_empty() {
+            self.b.ins().jump(next, &[]);
+        }
+
+        self.b.switch_to_block(next);
+        let i = self.b.use_var(index);
+        let i = self.b.ins().iadd_imm_s(i, 1);
+        self.b.def_var(index, i);
+        let row = self.b.use_var(cursor);
+        let row = self.b.ins().iadd(row, step);
+        self.b.def_var(cursor, row);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
+        self.b.ins().brif(more, body, &[], exit, &[]);
+
+        self.b.switch_to_block(exit);
+        let result = self.b.use_var(best);
+        self.b.ins().return_(&[result]);
+    }
+
+    /// The row at `index` beat the best at key `j` (its keys before `j` tie, so the
+    /// held order bits stay right): record it, computing its remaining keys.
+    #[allow(clippy::too_many_arguments)]
+    fn take(
+        &mut self,
+        keys: &[&Expr],
+        best_keys: &[Variable],
+        j: usize,
+        k: Value,
+        row: Value,
+        best: Variable,
+        index: Value,
+        next: ir::Block,
+    ) {
+        self.b.def_var(best_keys[j], k);
+        for (key, var) in keys.iter().zip(best_keys).skip(j + 1) {
+            let k = self.key_order(key, row);
+            self.b.def_var(*var, k);
+        }
+        self.b.def_var(best, index);
+        self.b.ins().jump(next, &[]);
+    }
+
+    /// Converts an i64 byte count to the pointer type (a no-op on 64-bit targets).
+    fn int_to_ptr(&mut self, v: Value) -> Value {
+        match self.ptr.bits() {
+            64 => v,
+            _ => self.b.ins().ireduce(self.ptr, v),
+        }
+    }
+}
+
+/// The largest slot index whose byte offset fits the 32-bit load offset.
+pub const MAX_SLOT: u32 = (i32::MAX / 8) as u32;
+
+/// Byte offset of a slot, which `check_expr` bounded by [`MAX_SLOT`].
+fn slot_offset(slot: u32) -> i32 {
+    i32::try_from(u64::from(slot) * 8).expect("slot offset fits in 32 bits")
+}
