@@ -129,9 +129,10 @@ pub fn forbidden_read(site: &str, what: &str, span: Span, may_read: &str) -> Dia
         .note(format!("{site} may read: {may_read}"))
 }
 
-pub fn draw_forbidden(site: &str, span: Span) -> Diagnostic {
+pub fn draw_forbidden(site: &str, span: Span, may_read: &str) -> Diagnostic {
     Diagnostic::new("S1", format!("{site} may not draw"))
         .primary(span, "`draw` samples a random value")
+        .note(format!("{site} may read: {may_read}"))
         .note("no pool expression may draw (E7)")
 }
 
