@@ -75,7 +75,7 @@ pub fn dump(p: &Program) -> String {
             }
             QueuePolicy::By(keys) => {
                 let _ = writeln!(out, "  queue by");
-                write_keys(&mut out, p, keys, &pool.queue_layout);
+                write_keys(&mut out, p, keys, &pool.queue_layout, true);
                 write_layout(&mut out, p, &pool.queue_layout, "queue");
             }
         }
@@ -85,7 +85,7 @@ pub fn dump(p: &Program) -> String {
             }
             Evict::By(keys) => {
                 let _ = writeln!(out, "  evict by");
-                write_keys(&mut out, p, keys, &pool.entry_layout);
+                write_keys(&mut out, p, keys, &pool.entry_layout, false);
             }
         }
         if let Some(s) = &pool.spill {
@@ -110,15 +110,17 @@ pub fn dump(p: &Program) -> String {
     out
 }
 
-fn write_keys(out: &mut String, p: &Program, keys: &[SiteExpr], layout: &Layout) {
+/// Queue keys also say whether they are fixed while a hold waits (computed once at
+/// enqueue) or evaluated at every admission attempt.
+fn write_keys(out: &mut String, p: &Program, keys: &[SiteExpr], layout: &Layout, queue: bool) {
     for (i, k) in keys.iter().enumerate() {
-        let fixed = if k.reads.is_fixed() {
-            "fixed"
-        } else {
-            "per attempt"
-        };
         let _ = writeln!(out, "    key {i} = {}", expr(&k.expr, p, layout));
-        let _ = writeln!(out, "      reads {} ({fixed})", reads(&k.reads, p));
+        let when = match (queue, k.reads.is_fixed()) {
+            (false, _) => "",
+            (true, true) => " (fixed)",
+            (true, false) => " (per attempt)",
+        };
+        let _ = writeln!(out, "      reads {}{when}", reads(&k.reads, p));
     }
 }
 
@@ -163,7 +165,7 @@ fn num(v: f64) -> String {
     } else if v.is_nan() {
         "NaN".into()
     } else {
-        format!("{v:?}")
+        format!("{v}")
     }
 }
 
