@@ -258,7 +258,7 @@ fn e4_arity_and_unknown_functions() {
     );
     assert_eq!(
         errs("pool kv { cap min(1); }")[0].message,
-        "`min` takes 2 or more arguments, but 1 argument were given"
+        "`min` takes 2 or more arguments, but 1 argument was given"
     );
     let d = errs("pool kv { cap sqr(4); }");
     assert_eq!(codes(&d), vec!["E4"]);

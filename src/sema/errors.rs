@@ -146,12 +146,15 @@ pub fn unknown_function(name: &str, span: Span, suggestion: Option<&str>) -> Dia
 }
 
 pub fn wrong_arity(name: &str, expected: &str, found: usize, span: Span) -> Diagnostic {
-    let plural = if found == 1 { "" } else { "s" };
-    Diagnostic::new(
-        "E4",
-        format!("`{name}` takes {expected}, but {found} argument{plural} were given"),
+    let given = if found == 1 {
+        "1 argument was given".to_string()
+    } else {
+        format!("{found} arguments were given")
+    };
+    Diagnostic::new("E4", format!("`{name}` takes {expected}, but {given}")).primary(
+        span,
+        format!("{found} argument{}", if found == 1 { "" } else { "s" }),
     )
-    .primary(span, format!("{found} argument{plural}"))
 }
 
 pub fn query_argument(query: &str, expected: &str, span: Span, found: &str) -> Diagnostic {
@@ -182,12 +185,23 @@ pub fn count_mismatch(
     (from, from_count, from_span): (&str, u32, Span),
     (to, to_count, to_span): (&str, u32, Span),
 ) -> Diagnostic {
+    let members = |n: u32| {
+        if n == 1 {
+            "1 member".to_string()
+        } else {
+            format!("{n} members")
+        }
+    };
     Diagnostic::new(
         "K1",
-        format!("{what}: `{from}` has {from_count} members and `{to}` has {to_count}; they cannot be joined"),
+        format!(
+            "{what}: `{from}` has {} and `{to}` has {}; they cannot be joined",
+            members(from_count),
+            members(to_count)
+        ),
     )
-    .primary(from_span, format!("`{from}` declared with {from_count} here"))
-    .secondary(to_span, format!("`{to}` declared with {to_count} here"))
+    .primary(from_span, format!("`{from}` declared with {} here", members(from_count)))
+    .secondary(to_span, format!("`{to}` declared with {} here", members(to_count)))
     .note("families join member for member when their counts are equal, or through a family of one (K1)")
 }
 

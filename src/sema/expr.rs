@@ -56,7 +56,11 @@ impl<'a> Checker<'a> {
                 return None;
             }
             ExprKind::Draw(_) => {
-                self.error(errors::draw_forbidden(b.site.name(), e.span, b.site.may_read()));
+                self.error(errors::draw_forbidden(
+                    b.site.name(),
+                    e.span,
+                    b.site.may_read(),
+                ));
                 return None;
             }
             ExprKind::Call(f, args) => return self.lower_call(f, args, e.span, b, owner),

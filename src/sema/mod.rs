@@ -767,16 +767,15 @@ impl<'a> Checker<'a> {
     /// K2: no chain of spills may come back to where it started.
     fn check_spill_cycles(&mut self, pools: &[CPool]) {
         let next = |p: usize| pools[p].spill.as_ref().map(|s| s.tier.target.0 as usize);
-        let mut reported = vec![false; pools.len()];
         for start in 0..pools.len() {
             let mut path = vec![start];
             let mut p = start;
             while let Some(n) = next(p) {
                 if let Some(pos) = path.iter().position(|&x| x == n) {
                     let cycle = &path[pos..];
-                    // Report each cycle once, from its first pool in source order.
-                    if cycle.iter().min() == Some(&start) && !reported[start] {
-                        reported[start] = true;
+                    // Report each cycle once: from its first pool in source order,
+                    // the only start that both lies on the cycle and is its least.
+                    if cycle.iter().min() == Some(&start) {
                         let names = cycle
                             .iter()
                             .map(|&q| (self.pools[q].name.name.clone(), self.spill_span(q)))
