@@ -4,6 +4,7 @@
 
 pub mod ast;
 mod error;
+mod lexer;
 mod parser;
 pub mod printer;
 
