@@ -1,4 +1,32 @@
 //! `poolrt`: the Pool runtime. It owns pool state, queues and the reference host, and
-//! takes compiled policies as function pointers; it must never parse or compile a spec.
+//! takes compiled policies as function pointers; it must never parse or compile a spec
+//! and never depends on the compiler crate (the compiler converts its IR into the
+//! plain types of [`config`]).
+//!
+//! Map: [`types`] (units, sessions, content chains, block identities), [`config`]
+//! (pool configuration and slot layouts), [`env`] (what a pool asks its host),
+//! [`pool`] (one pool member: the rules R1–R14), [`event`] (the event log and host
+//! notices), [`policy`] (the compiled-function ABI). docs/RUNTIME.md maps every rule
+//! to its code.
 
+mod cache;
+pub mod config;
+pub mod env;
+pub mod error;
+pub mod event;
 pub mod policy;
+pub mod pool;
+mod queue;
+pub mod types;
+
+pub use config::{
+    ConfigError, EvictPolicy, Input, Layout, PoolConfig, PoolRef, Preempt, Query, QueryKind,
+    QueuePolicy, StageRef, Target,
+};
+pub use env::Env;
+pub use error::Error;
+pub use event::{Event, Notice, Record};
+pub use pool::{Enqueued, EntryInfo, Grown, HoldInfo, Pool};
+pub use types::{
+    BlockId, BlockKey, Chain, ChainError, EntryId, Header, Limit, Run, RunId, SessionId, Units,
+};

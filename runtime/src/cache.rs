@@ -1,0 +1,431 @@
+//! The block table of one pool member: physical blocks with their holders' reference
+//! counts, the identity index (earliest registered copy of each key, R7), and the
+//! cache of entries (R3) with tail-first removal (R10) and removal of any block by a
+//! hit (R11). It counts allocated and cached blocks. It does not choose which entry to
+//! evict, decide fits or know about holds and queues: `pool.rs` does.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::types::{BlockKey, EntryId, SessionId};
+
+/// "No block / no entry" in the intrusive links below.
+pub(crate) const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+struct Block {
+    /// Set while the block is registered (hittable).
+    key: Option<BlockKey>,
+    /// Holders holding it; 0 when cached or free.
+    refs: u32,
+    /// The entry slot while cached, else NIL.
+    entry: u32,
+    /// Neighbours inside the entry, in chain order (prev is towards the head).
+    prev: u32,
+    next: u32,
+    /// The next later-registered copy with the same key (registration order).
+    next_dup: u32,
+}
+
+impl Block {
+    fn free() -> Block {
+        Block {
+            key: None,
+            refs: 0,
+            entry: NIL,
+            prev: NIL,
+            next: NIL,
+            next_dup: NIL,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub id: EntryId,
+    pub session: SessionId,
+    /// Release time (`last`).
+    pub last: f64,
+    pub head: u32,
+    pub tail: u32,
+    /// Blocks in the entry.
+    pub blocks: u64,
+    /// Snapshot slot of the session's attributes (pool.rs manages it), or NIL.
+    pub snap: u32,
+}
+
+/// Blocks, identities and entries of one pool member.
+#[derive(Debug, Default)]
+pub(crate) struct Store {
+    blocks: Vec<Block>,
+    free_blocks: Vec<u32>,
+    /// Key → the earliest registered copy still present (held or cached). Later
+    /// copies hang off it through `next_dup`. Used for lookups only.
+    index: HashMap<BlockKey, u32>,
+    entries: Vec<Option<Entry>>,
+    free_entries: Vec<u32>,
+    /// Release order → entry slot, for every live entry: lru order and the tie rule.
+    order: BTreeMap<u64, u32>,
+    next_entry: u64,
+    allocated: u64,
+    cached: u64,
+}
+
+impl Store {
+    pub fn allocated(&self) -> u64 {
+        self.allocated
+    }
+
+    pub fn cached(&self) -> u64 {
+        self.cached
+    }
+
+    pub fn entry_count(&self) -> usize {
+        self.order.len()
+    }
+
+    pub fn entry_slots(&self) -> impl Iterator<Item = u32> + '_ {
+        self.order.values().copied()
+    }
+
+    /// The live entry with the least release order (lru: release time is
+    /// non-decreasing because the pool refuses time running backwards).
+    pub fn oldest_entry(&self) -> Option<u32> {
+        self.order.values().next().copied()
+    }
+
+    /// Slots are reused, so a vector indexed by slot must be this long.
+    pub fn entry_slot_bound(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn entry(&self, slot: u32) -> &Entry {
+        self.entries[slot as usize]
+            .as_ref()
+            .expect("entry slot in use")
+    }
+
+    fn entry_mut(&mut self, slot: u32) -> &mut Entry {
+        self.entries[slot as usize]
+            .as_mut()
+            .expect("entry slot in use")
+    }
+
+    pub fn refs(&self, b: u32) -> u32 {
+        self.blocks[b as usize].refs
+    }
+
+    pub fn key(&self, b: u32) -> Option<BlockKey> {
+        self.blocks[b as usize].key
+    }
+
+    /// The entry slot of a cached block, NIL when held.
+    pub fn entry_of(&self, b: u32) -> u32 {
+        self.blocks[b as usize].entry
+    }
+
+    /// The earliest registered copy still present with this key.
+    pub fn lookup(&self, key: &BlockKey) -> Option<u32> {
+        self.index.get(key).copied()
+    }
+
+    /// A fresh block held once, unregistered.
+    pub fn alloc(&mut self) -> u32 {
+        let b = match self.free_blocks.pop() {
+            Some(b) => b,
+            None => {
+                let b = u32::try_from(self.blocks.len())
+                    .ok()
+                    .filter(|&b| b != NIL)
+                    .expect("more than 2^32 - 1 physical blocks in one pool");
+                self.blocks.push(Block::free());
+                b
+            }
+        };
+        self.blocks[b as usize].refs = 1;
+        self.allocated += 1;
+        b
+    }
+
+    /// Blocks beyond a chain's known content need no identity: they are only counted
+    /// (they can never be registered, shared or cached).
+    pub fn alloc_anonymous(&mut self, n: u64) {
+        self.allocated += n;
+    }
+
+    pub fn free_anonymous(&mut self, n: u64) {
+        self.allocated -= n;
+    }
+
+    /// Makes a held block hittable under `key`, as the latest copy of that key.
+    pub fn register(&mut self, b: u32, key: BlockKey) {
+        debug_assert!(
+            self.blocks[b as usize].key.is_none(),
+            "block registered twice"
+        );
+        self.blocks[b as usize].key = Some(key);
+        self.blocks[b as usize].next_dup = NIL;
+        match self.index.get(&key) {
+            None => {
+                self.index.insert(key, b);
+            }
+            Some(&first) => {
+                let mut at = first;
+                while self.blocks[at as usize].next_dup != NIL {
+                    at = self.blocks[at as usize].next_dup;
+                }
+                self.blocks[at as usize].next_dup = b;
+            }
+        }
+    }
+
+    fn unregister(&mut self, b: u32) {
+        let Some(key) = self.blocks[b as usize].key.take() else {
+            return;
+        };
+        let next = std::mem::replace(&mut self.blocks[b as usize].next_dup, NIL);
+        let first = *self.index.get(&key).expect("registered key is indexed");
+        if first == b {
+            if next == NIL {
+                self.index.remove(&key);
+            } else {
+                self.index.insert(key, next);
+            }
+            return;
+        }
+        let mut at = first;
+        while self.blocks[at as usize].next_dup != b {
+            at = self.blocks[at as usize].next_dup;
+            assert!(at != NIL, "registered block missing from its key's copies");
+        }
+        self.blocks[at as usize].next_dup = next;
+    }
+
+    /// One more holder of a held block (R7 sharing).
+    pub fn share(&mut self, b: u32) {
+        let block = &mut self.blocks[b as usize];
+        debug_assert!(block.refs > 0, "sharing a block nobody holds");
+        block.refs += 1;
+    }
+
+    /// A cached block taken by a hit (R11): it leaves its entry and is held once.
+    /// Returns the entry when it disappeared with it.
+    pub fn claim(&mut self, b: u32) -> Option<Entry> {
+        let slot = self.blocks[b as usize].entry;
+        assert!(slot != NIL, "claiming a block that is not cached");
+        let gone = self.unlink(slot, b);
+        self.blocks[b as usize].refs = 1;
+        self.cached -= 1;
+        self.allocated += 1;
+        gone
+    }
+
+    /// Drops one holder; returns the holders left.
+    pub fn unref(&mut self, b: u32) -> u32 {
+        let block = &mut self.blocks[b as usize];
+        block.refs = block
+            .refs
+            .checked_sub(1)
+            .expect("releasing a block nobody holds");
+        block.refs
+    }
+
+    /// A block nobody holds any more is freed: unregistered and reusable.
+    pub fn free(&mut self, b: u32) {
+        debug_assert_eq!(self.blocks[b as usize].refs, 0);
+        self.unregister(b);
+        self.blocks[b as usize] = Block::free();
+        self.free_blocks.push(b);
+        self.allocated -= 1;
+    }
+
+    /// Opens a new, empty entry at the end of the release order. It must receive at
+    /// least one block before anything else reads the store.
+    pub fn open_entry(&mut self, session: SessionId, last: f64, snap: u32) -> u32 {
+        let id = EntryId(self.next_entry);
+        self.next_entry += 1;
+        let entry = Entry {
+            id,
+            session,
+            last,
+            head: NIL,
+            tail: NIL,
+            blocks: 0,
+            snap,
+        };
+        let slot = match self.free_entries.pop() {
+            Some(s) => {
+                self.entries[s as usize] = Some(entry);
+                s
+            }
+            None => {
+                self.entries.push(Some(entry));
+                u32::try_from(self.entries.len() - 1).expect("more than 2^32 entries")
+            }
+        };
+        self.order.insert(id.0, slot);
+        slot
+    }
+
+    /// Moves a registered block nobody holds to the tail of an entry.
+    pub fn push_tail(&mut self, slot: u32, b: u32) {
+        debug_assert_eq!(self.blocks[b as usize].refs, 0);
+        debug_assert!(self.blocks[b as usize].key.is_some());
+        let tail = self.entry(slot).tail;
+        {
+            let block = &mut self.blocks[b as usize];
+            block.entry = slot;
+            block.prev = tail;
+            block.next = NIL;
+        }
+        if tail == NIL {
+            self.entry_mut(slot).head = b;
+        } else {
+            self.blocks[tail as usize].next = b;
+        }
+        let e = self.entry_mut(slot);
+        e.tail = b;
+        e.blocks += 1;
+        self.allocated -= 1;
+        self.cached += 1;
+    }
+
+    /// Evicts the tail block of an entry (R10): it is unregistered and freed.
+    /// Returns its key and the entry when it disappeared.
+    pub fn evict_tail(&mut self, slot: u32) -> (BlockKey, Option<Entry>) {
+        let b = self.entry(slot).tail;
+        assert!(b != NIL, "evicting from an empty entry");
+        let key = self.blocks[b as usize]
+            .key
+            .expect("cached blocks are registered");
+        let gone = self.unlink(slot, b);
+        self.unregister(b);
+        self.blocks[b as usize] = Block::free();
+        self.free_blocks.push(b);
+        self.cached -= 1;
+        (key, gone)
+    }
+
+    /// Takes `b` out of entry `slot`; drops and returns the entry when it was the
+    /// last block.
+    fn unlink(&mut self, slot: u32, b: u32) -> Option<Entry> {
+        let (prev, next) = {
+            let block = &mut self.blocks[b as usize];
+            let links = (block.prev, block.next);
+            block.entry = NIL;
+            block.prev = NIL;
+            block.next = NIL;
+            links
+        };
+        if prev == NIL {
+            self.entry_mut(slot).head = next;
+        } else {
+            self.blocks[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.entry_mut(slot).tail = prev;
+        } else {
+            self.blocks[next as usize].prev = prev;
+        }
+        let e = self.entry_mut(slot);
+        e.blocks -= 1;
+        if e.blocks > 0 {
+            return None;
+        }
+        let id = e.id;
+        self.order.remove(&id.0);
+        self.free_entries.push(slot);
+        self.entries[slot as usize].take()
+    }
+
+    /// The blocks of an entry, head first (for invariant checks and tests).
+    pub fn entry_blocks(&self, slot: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut at = self.entry(slot).head;
+        while at != NIL {
+            out.push(at);
+            at = self.blocks[at as usize].next;
+        }
+        out
+    }
+
+    /// Checks the store's own invariants; `held` is every holder's block list and
+    /// `anonymous` the anonymous blocks they hold in all.
+    pub fn check(&self, held: &[&[u32]], anonymous: u64) -> Result<(), String> {
+        let mut refs = vec![0u32; self.blocks.len()];
+        for list in held {
+            for &b in *list {
+                refs[b as usize] += 1;
+            }
+        }
+        let mut allocated = anonymous;
+        let mut cached = 0;
+        for (i, block) in self.blocks.iter().enumerate() {
+            if block.refs != refs[i] {
+                return Err(format!(
+                    "block {i}: refs {} but {} holders list it",
+                    block.refs, refs[i]
+                ));
+            }
+            if block.refs > 0 {
+                allocated += 1;
+                if block.entry != NIL {
+                    return Err(format!("block {i} is both held and cached"));
+                }
+            } else if block.entry != NIL {
+                cached += 1;
+                if block.key.is_none() {
+                    return Err(format!("cached block {i} has no key"));
+                }
+            } else if block.key.is_some() {
+                return Err(format!("free block {i} is still registered"));
+            }
+        }
+        if allocated != self.allocated || cached != self.cached {
+            return Err(format!(
+                "counted {allocated} allocated and {cached} cached blocks, the store says {} and {}",
+                self.allocated, self.cached
+            ));
+        }
+        let mut in_entries = 0;
+        for (&order, &slot) in &self.order {
+            let e = self.entry(slot);
+            if e.id.0 != order {
+                return Err(format!("entry slot {slot} filed under the wrong order"));
+            }
+            let blocks = self.entry_blocks(slot);
+            if blocks.len() as u64 != e.blocks || blocks.is_empty() {
+                return Err(format!("entry {} has a wrong or zero block count", e.id));
+            }
+            if blocks
+                .iter()
+                .any(|&b| self.blocks[b as usize].entry != slot)
+            {
+                return Err(format!("entry {} links a block of another entry", e.id));
+            }
+            in_entries += blocks.len() as u64;
+        }
+        if in_entries != cached {
+            return Err(format!(
+                "{cached} cached blocks but entries link {in_entries}"
+            ));
+        }
+        let mut indexed = 0usize;
+        for (key, &first) in &self.index {
+            let mut at = first;
+            while at != NIL {
+                if self.blocks[at as usize].key != Some(*key) {
+                    return Err(format!("key {key} lists block {at} of another key"));
+                }
+                indexed += 1;
+                at = self.blocks[at as usize].next_dup;
+            }
+        }
+        let registered = self.blocks.iter().filter(|b| b.key.is_some()).count();
+        if indexed != registered {
+            return Err(format!(
+                "{registered} blocks are registered but the index lists {indexed}"
+            ));
+        }
+        Ok(())
+    }
+}

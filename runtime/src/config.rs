@@ -1,0 +1,240 @@
+//! Pool configuration in runtime terms: cap, block, eviction, preemption and queue
+//! policies, and the slot layouts that tell the engine which input fills each row and
+//! ctx slot of a compiled key list. The compiler converts its IR into these types; this
+//! module must not know the IR, and it validates everything a host could get wrong
+//! (a layout input at the wrong site, a key list reading more slots than laid out).
+
+use std::fmt;
+
+use crate::policy::KeyList;
+use crate::types::{Limit, Units};
+
+/// A member of a pool family, as the spec numbers them (declaration index, member).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PoolRef {
+    pub pool: u32,
+    pub member: u32,
+}
+
+/// A member of a stage family.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StageRef {
+    pub stage: u32,
+    pub member: u32,
+}
+
+/// Queries on live state (E6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum QueryKind {
+    /// `cap − allocated − cached` (inf when the cap is).
+    Free,
+    /// Allocated units.
+    Used,
+    Cached,
+    Cap,
+    /// Waiting holds.
+    Queued,
+    /// A step stage's budget left in the iteration being admitted for (inf outside).
+    BudgetLeft,
+    /// A step stage's residents.
+    Residents,
+}
+
+/// What a query reads: one concrete member (the compiler resolves the join rule K1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    Pool(PoolRef),
+    Stage(StageRef),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Query {
+    pub kind: QueryKind,
+    pub target: Target,
+}
+
+/// What one slot of a row or ctx holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Input {
+    /// Session attribute by index (the index into [`crate::Env::attrs`]).
+    Attr(u32),
+    /// Queue row: the header's `units`.
+    Units,
+    /// Queue row: the header's `reserve`.
+    Reserve,
+    /// Queue row: what the hold would hit if admitted now (S2).
+    Computed,
+    /// Queue row: the time the hold entered the queue (`waited` = now − enqueued).
+    Enqueued,
+    /// Entry row: the entry's cached units at this Evict moment.
+    Size,
+    /// Entry row: the time of the release that created the entry.
+    Last,
+    /// Entry row: waiting holds whose chain reaches into the entry.
+    Waiting,
+    /// Ctx: the simulation time.
+    Now,
+    /// Entry ctx: `units` of a spill `work`/`when` (the units the eviction writes).
+    SpillUnits,
+    /// Queue ctx: a query.
+    Query(Query),
+}
+
+/// Which input fills each slot of a site's row and ctx (the compiler's `Layout`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    pub row: Vec<Input>,
+    pub ctx: Vec<Input>,
+}
+
+/// `queue fifo` or `queue by (…)` with the queue site's layout.
+#[derive(Clone, Debug, Default)]
+pub enum QueuePolicy {
+    #[default]
+    Fifo,
+    By {
+        keys: KeyList,
+        layout: Layout,
+    },
+}
+
+/// `evict lru` or `evict by (…)` with the entry site's layout.
+#[derive(Clone, Debug, Default)]
+pub enum EvictPolicy {
+    #[default]
+    Lru,
+    By {
+        keys: KeyList,
+        layout: Layout,
+    },
+}
+
+/// What a failed grow does (R13).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Preempt {
+    /// The grower waits and its grow is retried at every settle, in failure order.
+    #[default]
+    None,
+    /// Preempt the most recently admitted resident of the pool's step stage.
+    Lifo,
+}
+
+/// One pool member's configuration. `Default` is a pool with an unbounded cap, block
+/// 1, `evict lru`, `preempt none`, `queue fifo`.
+#[derive(Clone, Debug)]
+pub struct PoolConfig {
+    /// Which member this is: queries naming it are answered from its own state.
+    pub me: PoolRef,
+    pub cap: Limit,
+    /// Units per block, at least 1.
+    pub block: Units,
+    pub evict: EvictPolicy,
+    pub preempt: Preempt,
+    pub queue: QueuePolicy,
+}
+
+impl Default for PoolConfig {
+    fn default() -> PoolConfig {
+        PoolConfig {
+            me: PoolRef::default(),
+            cap: Limit::Unbounded,
+            block: Units(1),
+            evict: EvictPolicy::Lru,
+            preempt: Preempt::None,
+            queue: QueuePolicy::Fifo,
+        }
+    }
+}
+
+/// The two sites whose rows the engine fills.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Site {
+    Queue,
+    Entry,
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Site::Queue => "queue",
+            Site::Entry => "entry",
+        })
+    }
+}
+
+/// Why a configuration was refused.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ConfigError {
+    ZeroBlock,
+    /// An input that the site cannot supply in that part (row or ctx).
+    Input {
+        site: Site,
+        ctx: bool,
+        input: Input,
+    },
+    /// The key list reads more slots than the layout provides.
+    Shape {
+        site: Site,
+        row: usize,
+        ctx: usize,
+        layout_row: usize,
+        layout_ctx: usize,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::ZeroBlock => f.write_str("block must be at least 1 unit"),
+            ConfigError::Input { site, ctx, input } => write!(
+                f,
+                "the {site} site cannot supply {input:?} in its {}",
+                if *ctx { "ctx" } else { "row" }
+            ),
+            ConfigError::Shape {
+                site,
+                row,
+                ctx,
+                layout_row,
+                layout_ctx,
+            } => write!(
+                f,
+                "the {site} keys read {row} row and {ctx} ctx slots, the layout has \
+                 {layout_row} and {layout_ctx}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Whether `input` may sit in the row (`ctx` false) or ctx of `site` (S1 and the
+/// compiler's row/ctx split: per-record values in the row, per-moment values in ctx).
+fn allowed(site: Site, ctx: bool, input: Input) -> bool {
+    use Input::*;
+    match (site, ctx) {
+        (Site::Queue, false) => matches!(input, Attr(_) | Units | Reserve | Computed | Enqueued),
+        (Site::Queue, true) => matches!(input, Now | Query(_)),
+        (Site::Entry, false) => matches!(input, Attr(_) | Size | Last | Waiting),
+        (Site::Entry, true) => matches!(input, Now | SpillUnits),
+    }
+}
+
+pub(crate) fn check_layout(site: Site, keys: &KeyList, layout: &Layout) -> Result<(), ConfigError> {
+    for (ctx, inputs) in [(false, &layout.row), (true, &layout.ctx)] {
+        if let Some(&input) = inputs.iter().find(|&&i| !allowed(site, ctx, i)) {
+            return Err(ConfigError::Input { site, ctx, input });
+        }
+    }
+    let shape = keys.shape();
+    if shape.row > layout.row.len() || shape.ctx > layout.ctx.len() {
+        return Err(ConfigError::Shape {
+            site,
+            row: shape.row,
+            ctx: shape.ctx,
+            layout_row: layout.row.len(),
+            layout_ctx: layout.ctx.len(),
+        });
+    }
+    Ok(())
+}

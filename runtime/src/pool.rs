@@ -1,0 +1,1041 @@
+//! One pool member: the operations a host drives (enqueue, settle, grow, set
+//! computed, release) and the rules that tie the block table, the cache and the queue
+//! together — rejection (R5), fit (R6), sharing (R7), selection and head-of-line
+//! blocking (R8), settle (R9), one block per Evict moment (R10), head-side hits (R11),
+//! grow and preemption (R13), release (R14). docs/RUNTIME.md states each procedure
+//! step by step; the naive model in tests/ implements the same text independently.
+//!
+//! It must not allocate per admission once warmed up (holders' block lists and the
+//! row buffers are recycled), must not let hash-map order reach a result (hash maps
+//! here are lookups only), and must not panic on input: only on broken invariants or
+//! a host breaking the [`Env`] contract, with a message.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use crate::cache::{Entry, NIL, Store};
+use crate::config::{
+    EvictPolicy, Input, Layout, PoolConfig, PoolRef, Preempt, Query, QueryKind, QueuePolicy, Site,
+    Target, check_layout,
+};
+use crate::env::Env;
+use crate::error::Error;
+use crate::event::{Event, Notice, Record};
+use crate::policy::KeyList;
+use crate::queue::{Pick, Queue, Waiting};
+use crate::types::{BlockKey, EntryId, Header, Limit, SessionId, Units};
+
+pub use crate::config::ConfigError;
+
+/// What [`Pool::enqueue`] did with a hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enqueued {
+    Queued,
+    /// R5: `max(units, reserve)` rounded up to blocks exceeds the cap; the session
+    /// ends with a `rejected` outcome (the host's business) and nothing changed.
+    Rejected,
+}
+
+/// What [`Pool::grow`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grown {
+    Grown,
+    /// The grow did not fit and waits; it is retried at every settle, in the order
+    /// grows failed (`preempt none`, or `preempt lifo` with no resident to preempt).
+    Waiting,
+    /// `preempt lifo` preempted the grower itself; it waits at the head of the queue.
+    /// Other victims, if any, are in [`Pool::notices`].
+    SelfPreempted,
+}
+
+/// A holder as the host may inspect it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HoldInfo {
+    pub units: Units,
+    pub computed: Units,
+    /// Units of blocks held (a multiple of the block size).
+    pub blocks: Units,
+    /// A grow waiting to be retried, if any.
+    pub pending_grow: Option<Units>,
+}
+
+/// A cache entry as tests and hosts may inspect it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntryInfo {
+    pub id: EntryId,
+    pub session: SessionId,
+    pub last: f64,
+    /// Keys of its blocks, head first (chain order).
+    pub keys: Vec<BlockKey>,
+}
+
+#[derive(Debug)]
+struct Holder {
+    session: SessionId,
+    /// Reserve, chain and hit cap as enqueued; its `units` is the admission's.
+    header: Header,
+    /// Units held now (admission plus grows).
+    units: u64,
+    computed: u64,
+    /// Physical blocks, chain order: the hold's blocks inside its chain's known
+    /// content. The rest of its blocks are anonymous (counted only).
+    blocks: Vec<u32>,
+    anonymous: u64,
+    /// Leading blocks already considered for registration (registered, or beyond
+    /// the chain).
+    keyed: u64,
+    admission: u64,
+    pending_grow: Option<u64>,
+}
+
+impl Holder {
+    fn held_blocks(&self) -> u64 {
+        self.blocks.len() as u64 + self.anonymous
+    }
+}
+
+/// Attribute snapshots of sessions with entries, for S3 (values at the session's
+/// last release in this pool, read once the session has ended).
+#[derive(Debug, Default)]
+struct Snapshots {
+    /// Attribute numbers the entry layout reads; empty: snapshots are off.
+    attrs: Vec<u32>,
+    values: Vec<f64>,
+    refs: Vec<u32>,
+    free: Vec<u32>,
+    of: HashMap<SessionId, u32>,
+}
+
+impl Snapshots {
+    fn new(layout: Option<&Layout>) -> Snapshots {
+        let mut attrs: Vec<u32> = layout
+            .map(|l| {
+                l.row
+                    .iter()
+                    .filter_map(|i| match i {
+                        Input::Attr(a) => Some(*a),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        attrs.sort_unstable();
+        attrs.dedup();
+        Snapshots {
+            attrs,
+            ..Snapshots::default()
+        }
+    }
+
+    fn on(&self) -> bool {
+        !self.attrs.is_empty()
+    }
+
+    /// The snapshot slot of a session that is gaining an entry (one more reference).
+    fn acquire(&mut self, session: SessionId) -> u32 {
+        if !self.on() {
+            return NIL;
+        }
+        if let Some(&slot) = self.of.get(&session) {
+            self.refs[slot as usize] += 1;
+            return slot;
+        }
+        let n = self.attrs.len();
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.refs.push(0);
+                self.values.resize(self.values.len() + n, f64::NAN);
+                u32::try_from(self.refs.len() - 1).expect("fewer than 2^32 snapshots")
+            }
+        };
+        self.refs[slot as usize] = 1;
+        self.of.insert(session, slot);
+        slot
+    }
+
+    /// One entry of the snapshot's session disappeared.
+    fn release(&mut self, slot: u32, session: SessionId) {
+        if slot == NIL {
+            return;
+        }
+        let r = &mut self.refs[slot as usize];
+        *r -= 1;
+        if *r == 0 {
+            self.of.remove(&session);
+            self.free.push(slot);
+        }
+    }
+
+    /// A release of `session`: its snapshot, if it has entries, takes the current
+    /// values.
+    fn record<E: Env + ?Sized>(&mut self, session: SessionId, env: &E) {
+        let Some(&slot) = self.of.get(&session) else {
+            return;
+        };
+        let attrs = live_attrs(env, session);
+        let n = self.attrs.len();
+        for (i, &a) in self.attrs.iter().enumerate() {
+            self.values[slot as usize * n + i] = attr(attrs, a, session);
+        }
+    }
+
+    fn value(&self, slot: u32, a: u32) -> f64 {
+        let i = self
+            .attrs
+            .binary_search(&a)
+            .expect("snapshotted attributes cover the entry layout");
+        self.values[slot as usize * self.attrs.len() + i]
+    }
+}
+
+fn live_attrs<E: Env + ?Sized>(env: &E, session: SessionId) -> &[f64] {
+    env.attrs(session).unwrap_or_else(|| {
+        panic!("Env contract broken: no attributes for session {session}, which is in the pool")
+    })
+}
+
+fn attr(attrs: &[f64], a: u32, session: SessionId) -> f64 {
+    *attrs.get(a as usize).unwrap_or_else(|| {
+        panic!(
+            "Env contract broken: session {session} has {} attributes, a layout reads #{a}",
+            attrs.len()
+        )
+    })
+}
+
+/// Reused buffers, so that admissions and evictions allocate nothing once warm.
+#[derive(Debug, Default)]
+struct Scratch {
+    rows: Vec<f64>,
+    ctx: Vec<f64>,
+    slots: Vec<u32>,
+    counts: Vec<u32>,
+    stamps: Vec<u64>,
+    hits: Vec<u32>,
+    spare: Vec<Vec<u32>>,
+}
+
+/// Result of one admission attempt.
+enum Attempt {
+    Empty,
+    Blocked,
+    Admitted,
+}
+
+/// One pool member. See the module documentation and docs/RUNTIME.md.
+#[derive(Debug)]
+pub struct Pool {
+    me: PoolRef,
+    cap: Limit,
+    /// `floor(cap / block)`: allocated + cached ≤ cap in whole blocks (R1).
+    cap_blocks: Option<u64>,
+    block: u64,
+    evict: EvictPolicy,
+    preempt: Preempt,
+    queue_policy: QueuePolicy,
+    store: Store,
+    holders: Vec<Option<Holder>>,
+    free_holders: Vec<u32>,
+    holder_of: HashMap<SessionId, u32>,
+    /// Admission order → holder slot (LIFO victims are taken from the back).
+    by_admission: BTreeMap<u64, u32>,
+    next_admission: u64,
+    queue: Queue,
+    waiting: HashSet<SessionId>,
+    /// Holders whose grow waits, in the order the grows failed.
+    pending: VecDeque<SessionId>,
+    now: f64,
+    snaps: Snapshots,
+    scratch: Scratch,
+    notices: Vec<Notice>,
+    log: Option<Vec<Record>>,
+}
+
+impl Pool {
+    pub fn new(config: PoolConfig) -> Result<Pool, ConfigError> {
+        if config.block.0 == 0 {
+            return Err(ConfigError::ZeroBlock);
+        }
+        if let QueuePolicy::By { keys, layout } = &config.queue {
+            check_layout(Site::Queue, keys, layout)?;
+        }
+        let entry_layout = match &config.evict {
+            EvictPolicy::By { keys, layout } => {
+                check_layout(Site::Entry, keys, layout)?;
+                Some(layout)
+            }
+            EvictPolicy::Lru => None,
+        };
+        let block = config.block.0;
+        Ok(Pool {
+            me: config.me,
+            cap: config.cap,
+            cap_blocks: match config.cap {
+                Limit::Finite(u) => Some(u.blocks_down(block)),
+                Limit::Unbounded => None,
+            },
+            block,
+            snaps: Snapshots::new(entry_layout),
+            evict: config.evict,
+            preempt: config.preempt,
+            queue_policy: config.queue,
+            store: Store::default(),
+            holders: Vec::new(),
+            free_holders: Vec::new(),
+            holder_of: HashMap::new(),
+            by_admission: BTreeMap::new(),
+            next_admission: 0,
+            queue: Queue::default(),
+            waiting: HashSet::new(),
+            pending: VecDeque::new(),
+            now: f64::NEG_INFINITY,
+            scratch: Scratch::default(),
+            notices: Vec::new(),
+            log: None,
+        })
+    }
+
+    // ----- inspection -------------------------------------------------------------
+
+    pub fn cap(&self) -> Limit {
+        self.cap
+    }
+
+    pub fn block(&self) -> Units {
+        Units(self.block)
+    }
+
+    /// Allocated units (whole blocks; a shared block counts once, R7).
+    pub fn allocated(&self) -> Units {
+        Units(self.store.allocated() * self.block)
+    }
+
+    pub fn cached(&self) -> Units {
+        Units(self.store.cached() * self.block)
+    }
+
+    /// Waiting holds, preempted ones included.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    pub fn holders(&self) -> usize {
+        self.holder_of.len()
+    }
+
+    /// The latest time an operation was given (−inf before the first).
+    pub fn now(&self) -> f64 {
+        self.now
+    }
+
+    /// What the last operation told the host beyond its return value.
+    pub fn notices(&self) -> &[Notice] {
+        &self.notices
+    }
+
+    pub fn hold(&self, session: SessionId) -> Option<HoldInfo> {
+        let h = self.holder(*self.holder_of.get(&session)?);
+        Some(HoldInfo {
+            units: Units(h.units),
+            computed: Units(h.computed),
+            blocks: Units((h.blocks.len() as u64 + h.anonymous) * self.block),
+            pending_grow: h.pending_grow.map(Units),
+        })
+    }
+
+    pub fn is_waiting(&self, session: SessionId) -> bool {
+        self.waiting.contains(&session)
+    }
+
+    /// Sessions waiting, in selection-independent order: preempted (most recent
+    /// first), then enqueue order.
+    pub fn waiting_sessions(&self) -> Vec<SessionId> {
+        self.queue.iter().map(|w| w.session).collect()
+    }
+
+    /// The cache's entries in release order.
+    pub fn entries(&self) -> Vec<EntryInfo> {
+        self.store
+            .entry_slots()
+            .map(|slot| {
+                let e = self.store.entry(slot);
+                EntryInfo {
+                    id: e.id,
+                    session: e.session,
+                    last: e.last,
+                    keys: self
+                        .store
+                        .entry_blocks(slot)
+                        .into_iter()
+                        .map(|b| self.store.key(b).expect("cached blocks are registered"))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// The value of a query on this pool (E6).
+    pub fn query(&self, kind: QueryKind) -> f64 {
+        let b = self.block as f64;
+        match kind {
+            QueryKind::Free => {
+                self.cap.as_f64() - (self.store.allocated() + self.store.cached()) as f64 * b
+            }
+            QueryKind::Used => self.store.allocated() as f64 * b,
+            QueryKind::Cached => self.store.cached() as f64 * b,
+            QueryKind::Cap => self.cap.as_f64(),
+            QueryKind::Queued => self.queue.len() as f64,
+            // Stage queries never target a pool; a host that asks gets the neutral
+            // values of `default_query`.
+            QueryKind::BudgetLeft => f64::INFINITY,
+            QueryKind::Residents => 0.0,
+        }
+    }
+
+    /// Checks R1 (allocated + cached ≤ cap) and every internal invariant; `Err`
+    /// describes the first one broken. Tests call it after every operation.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(cap) = self.cap_blocks {
+            let used = self.store.allocated() + self.store.cached();
+            if used > cap {
+                return Err(format!(
+                    "R1 broken: allocated {} + cached {} > cap {:?}",
+                    self.allocated(),
+                    self.cached(),
+                    self.cap
+                ));
+            }
+        }
+        let lists: Vec<&[u32]> = self
+            .holders
+            .iter()
+            .flatten()
+            .map(|h| h.blocks.as_slice())
+            .collect();
+        let anonymous = self.holders.iter().flatten().map(|h| h.anonymous).sum();
+        self.store.check(&lists, anonymous)?;
+        for h in self.holders.iter().flatten() {
+            let total = Units(h.units).blocks_up(self.block);
+            let physical = total.min(h.header.chain.full_blocks(self.block));
+            if h.blocks.len() as u64 != physical || h.anonymous != total - physical {
+                return Err(format!("{} holds the wrong number of blocks", h.session));
+            }
+            if h.computed > h.units {
+                return Err(format!("{} computed beyond its units", h.session));
+            }
+        }
+        if self.holder_of.len() != self.by_admission.len() {
+            return Err("holder map and admission order disagree".into());
+        }
+        if self.waiting.len() != self.queue.len() {
+            return Err("waiting set and queue disagree".into());
+        }
+        Ok(())
+    }
+
+    // ----- the event log ------------------------------------------------------------
+
+    /// Turns the event log on (keeping what it has) or off (dropping it).
+    pub fn set_logging(&mut self, on: bool) {
+        match (on, self.log.is_some()) {
+            (true, false) => self.log = Some(Vec::new()),
+            (false, true) => self.log = None,
+            _ => {}
+        }
+    }
+
+    /// The records logged so far (empty when logging is off).
+    pub fn log(&self) -> &[Record] {
+        self.log.as_deref().unwrap_or(&[])
+    }
+
+    /// Takes the records logged so far, leaving the log on and empty.
+    pub fn take_log(&mut self) -> Vec<Record> {
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    #[inline]
+    fn record(&mut self, event: Event) {
+        if let Some(log) = &mut self.log {
+            log.push(Record {
+                event,
+                allocated: Units(self.store.allocated() * self.block),
+                cached: Units(self.store.cached() * self.block),
+                queued: self.queue.len(),
+            });
+        }
+    }
+
+    // ----- operations -----------------------------------------------------------------
+
+    /// Checks that `now` is a finite time not before the pool's last time.
+    fn check_time(&self, now: f64) -> Result<(), Error> {
+        if now.is_finite() && now >= self.now {
+            Ok(())
+        } else {
+            Err(Error::Time {
+                now,
+                last: self.now,
+            })
+        }
+    }
+
+    /// Puts a hold in the queue, or rejects it when it can never fit (R5). Does not
+    /// admit: call [`Pool::settle`] after it (R9) unless a stage serves the pool.
+    pub fn enqueue(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        header: Header,
+    ) -> Result<Enqueued, Error> {
+        self.check_time(now)?;
+        if self.holder_of.contains_key(&session) || self.waiting.contains(&session) {
+            return Err(Error::AlreadyInPool(session));
+        }
+        if header.chain.full_blocks(self.block) >= u64::from(NIL) {
+            return Err(Error::TooManyBlocks(session));
+        }
+        self.now = now;
+        self.notices.clear();
+        if let Some(cap) = self.cap_blocks
+            && header.fit_units().blocks_up(self.block) > cap
+        {
+            self.record(Event::Reject { session });
+            return Ok(Enqueued::Rejected);
+        }
+        self.queue.fifo.push_back(Waiting {
+            session,
+            header,
+            enqueued: now,
+        });
+        self.waiting.insert(session);
+        self.record(Event::Enqueue { session });
+        Ok(Enqueued::Queued)
+    }
+
+    /// R9 settle for a pool without `admit via`: retries waiting grows in the order
+    /// they failed (stopping at the first that still does not fit, and then admitting
+    /// nothing), then admits selected holds until the queue is empty or the selected
+    /// hold does not fit (R8). Admissions and grows are in [`Pool::notices`].
+    pub fn settle<E: Env + ?Sized>(&mut self, now: f64, env: &E) -> Result<(), Error> {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        while let Some(&session) = self.pending.front() {
+            let slot = self.holder_of[&session];
+            let h = self.holder(slot);
+            let by = h.pending_grow.expect("a pending holder has a pending grow");
+            let units = h.units + by;
+            let extra = Units(units).blocks_up(self.block) - h.held_blocks();
+            if !self.fits(extra) {
+                return Ok(());
+            }
+            self.pending.pop_front();
+            self.holder_mut(slot).pending_grow = None;
+            self.apply_grow(slot, units, extra, env);
+            self.record(Event::Grow {
+                session,
+                by: Units(by),
+            });
+            self.notices.push(Notice::Grown {
+                session,
+                by: Units(by),
+            });
+        }
+        while let Attempt::Admitted = self.attempt(env) {}
+        Ok(())
+    }
+
+    /// Sets how many leading units of a hold are computed (what R14 caches at
+    /// release and R13 at preemption). Hits count as computed from admission.
+    pub fn set_computed(&mut self, session: SessionId, computed: Units) -> Result<(), Error> {
+        let slot = *self
+            .holder_of
+            .get(&session)
+            .ok_or(Error::NotHolding(session))?;
+        let h = self.holder_mut(slot);
+        if computed.0 > h.units {
+            return Err(Error::ComputedBeyondUnits {
+                session,
+                computed,
+                units: Units(h.units),
+            });
+        }
+        h.computed = computed.0;
+        Ok(())
+    }
+
+    /// R13: the holder grows by `by` units, evicting cache to fit; if it cannot fit,
+    /// `preempt none` waits and `preempt lifo` preempts residents, most recently
+    /// admitted first, until it fits or the grower was its own victim.
+    pub fn grow<E: Env + ?Sized>(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        by: Units,
+        env: &E,
+    ) -> Result<Grown, Error> {
+        self.check_time(now)?;
+        let slot = *self
+            .holder_of
+            .get(&session)
+            .ok_or(Error::NotHolding(session))?;
+        let h = self.holder(slot);
+        if h.pending_grow.is_some() {
+            return Err(Error::GrowPending(session));
+        }
+        let units = h.units.checked_add(by.0).ok_or(Error::Overflow(session))?;
+        self.now = now;
+        self.notices.clear();
+        loop {
+            let held = self.holder(slot).held_blocks();
+            let extra = Units(units).blocks_up(self.block) - held;
+            if self.fits(extra) {
+                self.apply_grow(slot, units, extra, env);
+                self.record(Event::Grow { session, by });
+                return Ok(Grown::Grown);
+            }
+            let victim = match self.preempt {
+                Preempt::None => None,
+                Preempt::Lifo => self
+                    .by_admission
+                    .values()
+                    .rev()
+                    .map(|&s| self.holder(s).session)
+                    .find(|&s| env.is_resident(s)),
+            };
+            let Some(victim) = victim else {
+                self.holder_mut(slot).pending_grow = Some(by.0);
+                self.pending.push_back(session);
+                self.record(Event::GrowWait { session });
+                return Ok(Grown::Waiting);
+            };
+            self.preempt_holder(victim, env);
+            if victim == session {
+                return Ok(Grown::SelfPreempted);
+            }
+        }
+    }
+
+    /// R14: the holder ends its hold. Returns the units cached as a new entry.
+    pub fn release<E: Env + ?Sized>(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        env: &E,
+    ) -> Result<Units, Error> {
+        self.check_time(now)?;
+        if !self.holder_of.contains_key(&session) {
+            return Err(Error::NotHolding(session));
+        }
+        self.now = now;
+        self.notices.clear();
+        let h = self.remove_holder(session);
+        let cached = self.release_blocks(h, env);
+        self.record(Event::Release { session, cached });
+        Ok(cached)
+    }
+
+    // ----- internals --------------------------------------------------------------------
+
+    fn holder(&self, slot: u32) -> &Holder {
+        self.holders[slot as usize]
+            .as_ref()
+            .expect("holder slot in use")
+    }
+
+    fn holder_mut(&mut self, slot: u32) -> &mut Holder {
+        self.holders[slot as usize]
+            .as_mut()
+            .expect("holder slot in use")
+    }
+
+    /// Whether `extra` more allocated blocks fit once the whole cache is evicted
+    /// (cached entries never block a fit, R6).
+    fn fits(&self, extra: u64) -> bool {
+        self.cap_blocks
+            .is_none_or(|cap| self.store.allocated() + extra <= cap)
+    }
+
+    /// One admission attempt (R6, R7, R8): select, judge the fit on the reserve,
+    /// claim the hit, evict for the new blocks, allocate and register.
+    fn attempt<E: Env + ?Sized>(&mut self, env: &E) -> Attempt {
+        let Some(pick) = self.select(env) else {
+            return Attempt::Empty;
+        };
+        let block = self.block;
+        let w = self.queue.get(pick);
+        let (hit, shared) = hit_counts(&self.store, &w.header, block);
+        let need = w.header.fit_units().blocks_up(block) - shared;
+        if !self.fits(need) {
+            return Attempt::Blocked;
+        }
+        let w = self.queue.take(pick);
+        self.waiting.remove(&w.session);
+        let mut blocks = self.scratch.spare.pop().unwrap_or_default();
+        collect_hits(&self.store, &w.header, block, &mut blocks);
+        debug_assert_eq!(blocks.len() as u64, hit);
+        // Hit blocks are claimed first, so the evictions below cannot take them.
+        for &b in &blocks {
+            if self.store.refs(b) > 0 {
+                self.store.share(b);
+            } else if let Some(gone) = self.store.claim(b) {
+                self.snaps.release(gone.snap, gone.session);
+            }
+        }
+        let total = w.header.units.blocks_up(block);
+        let physical = total.min(w.header.chain.full_blocks(block));
+        self.make_room(total - hit, env);
+        for _ in hit..physical {
+            blocks.push(self.store.alloc());
+        }
+        self.store.alloc_anonymous(total - physical);
+        let admission = self.next_admission;
+        self.next_admission += 1;
+        let mut h = Holder {
+            session: w.session,
+            units: w.header.units.0,
+            computed: hit * block,
+            header: w.header,
+            blocks,
+            anonymous: total - physical,
+            keyed: hit,
+            admission,
+            pending_grow: None,
+        };
+        register_new(&mut self.store, &mut h, block);
+        let (session, units) = (h.session, Units(h.units));
+        let slot = match self.free_holders.pop() {
+            Some(s) => {
+                self.holders[s as usize] = Some(h);
+                s
+            }
+            None => {
+                self.holders.push(Some(h));
+                u32::try_from(self.holders.len() - 1).expect("fewer than 2^32 holders")
+            }
+        };
+        self.holder_of.insert(session, slot);
+        self.by_admission.insert(admission, slot);
+        let hit = Units(hit * block);
+        self.record(Event::Admit {
+            session,
+            hit,
+            units,
+        });
+        self.notices.push(Notice::Admitted {
+            session,
+            hit,
+            units,
+        });
+        Attempt::Admitted
+    }
+
+    /// Allocates `extra` blocks to a holder growing to `units` (the fit is known).
+    fn apply_grow<E: Env + ?Sized>(&mut self, slot: u32, units: u64, extra: u64, env: &E) {
+        self.make_room(extra, env);
+        let block = self.block;
+        let h = self.holders[slot as usize]
+            .as_mut()
+            .expect("holder slot in use");
+        let total = Units(units).blocks_up(block);
+        let physical = total.min(h.header.chain.full_blocks(block));
+        let new_physical = physical - h.blocks.len() as u64;
+        for _ in 0..new_physical {
+            h.blocks.push(self.store.alloc());
+        }
+        self.store.alloc_anonymous(extra - new_physical);
+        h.anonymous += extra - new_physical;
+        h.units = units;
+        register_new(&mut self.store, h, block);
+    }
+
+    /// Evicts one block per Evict moment until `new` more blocks fit beside the cache
+    /// (R10). The fit was judged before, so the cache always suffices.
+    fn make_room<E: Env + ?Sized>(&mut self, new: u64, env: &E) {
+        let Some(cap) = self.cap_blocks else {
+            return;
+        };
+        while self.store.allocated() + self.store.cached() + new > cap {
+            self.evict_one(env);
+        }
+    }
+
+    /// One Evict moment: choose the least entry and remove its tail block.
+    fn evict_one<E: Env + ?Sized>(&mut self, env: &E) {
+        let slot = match &self.evict {
+            EvictPolicy::Lru => self.store.oldest_entry(),
+            EvictPolicy::By { keys, layout } => select_entry(
+                &self.store,
+                &self.queue,
+                &self.snaps,
+                &mut self.scratch,
+                keys,
+                layout,
+                self.block,
+                self.now,
+                env,
+            ),
+        }
+        .expect("a fit was judged with room the cache cannot give");
+        let (entry, session) = {
+            let e = self.store.entry(slot);
+            (e.id, e.session)
+        };
+        let (key, gone) = self.store.evict_tail(slot);
+        if let Some(gone) = gone {
+            self.snaps.release(gone.snap, gone.session);
+        }
+        self.record(Event::Evict {
+            entry,
+            session,
+            key,
+            units: Units(self.block),
+        });
+    }
+
+    /// The next hold to try (R8): the most recently preempted, else the first in
+    /// enqueue order (fifo) or the least by the keys, ties to enqueue order.
+    fn select<E: Env + ?Sized>(&mut self, env: &E) -> Option<Pick> {
+        if !self.queue.preempted.is_empty() {
+            return Some(Pick::Preempted);
+        }
+        if self.queue.fifo.is_empty() {
+            return None;
+        }
+        let (keys, layout) = match &self.queue_policy {
+            QueuePolicy::Fifo => return Some(Pick::Queued(0)),
+            QueuePolicy::By { keys, layout } => (keys, layout),
+        };
+        let stride = layout.row.len();
+        let n = self.queue.fifo.len();
+        let rows = &mut self.scratch.rows;
+        rows.clear();
+        rows.resize(n * stride, 0.0);
+        for (i, w) in self.queue.fifo.iter().enumerate() {
+            let row = &mut rows[i * stride..(i + 1) * stride];
+            for (slot, input) in row.iter_mut().zip(&layout.row) {
+                *slot = match *input {
+                    Input::Attr(a) => attr(live_attrs(env, w.session), a, w.session),
+                    Input::Units => w.header.units.0 as f64,
+                    Input::Reserve => w.header.reserve.0 as f64,
+                    Input::Computed => {
+                        (hit_counts(&self.store, &w.header, self.block).0 * self.block) as f64
+                    }
+                    Input::Enqueued => w.enqueued,
+                    other => unreachable!("validated queue row input {other:?}"),
+                };
+            }
+        }
+        self.scratch.ctx.clear();
+        for input in &layout.ctx {
+            let value = match *input {
+                Input::Now => self.now,
+                Input::Query(q) => self.query_value(q, env),
+                other => unreachable!("validated queue ctx input {other:?}"),
+            };
+            self.scratch.ctx.push(value);
+        }
+        keys.select(&self.scratch.rows, n, stride, &self.scratch.ctx)
+            .map(Pick::Queued)
+    }
+
+    fn query_value<E: Env + ?Sized>(&self, q: Query, env: &E) -> f64 {
+        if q.target == Target::Pool(self.me) {
+            self.query(q.kind)
+        } else {
+            env.query(q)
+        }
+    }
+
+    /// Takes a holder out of every holder structure.
+    fn remove_holder(&mut self, session: SessionId) -> Holder {
+        let slot = self
+            .holder_of
+            .remove(&session)
+            .expect("removing a holder that exists");
+        let h = self.holders[slot as usize]
+            .take()
+            .expect("holder slot in use");
+        self.free_holders.push(slot);
+        self.by_admission.remove(&h.admission);
+        if h.pending_grow.is_some() {
+            self.pending.retain(|&s| s != session);
+        }
+        h
+    }
+
+    /// R14 for a holder already removed: its full computed blocks that nobody else
+    /// holds become one new entry, in chain order; the rest is freed. Returns the
+    /// units cached.
+    fn release_blocks<E: Env + ?Sized>(&mut self, mut h: Holder, env: &E) -> Units {
+        let full = h.computed / self.block;
+        let mut slot = NIL;
+        for (k, &b) in h.blocks.iter().enumerate() {
+            if self.store.unref(b) > 0 {
+                continue;
+            }
+            if (k as u64) < full && self.store.key(b).is_some() {
+                if slot == NIL {
+                    let snap = self.snaps.acquire(h.session);
+                    slot = self.store.open_entry(h.session, self.now, snap);
+                }
+                self.store.push_tail(slot, b);
+            } else {
+                self.store.free(b);
+            }
+        }
+        self.store.free_anonymous(h.anonymous);
+        if self.snaps.on() {
+            self.snaps.record(h.session, env);
+        }
+        let cached = if slot == NIL {
+            0
+        } else {
+            self.store.entry(slot).blocks * self.block
+        };
+        h.blocks.clear();
+        self.scratch.spare.push(std::mem::take(&mut h.blocks));
+        Units(cached)
+    }
+
+    /// R13 preemption: release with the computed prefix cached, then wait at the
+    /// head of the queue with the units it held (`waited` restarts now).
+    fn preempt_holder<E: Env + ?Sized>(&mut self, session: SessionId, env: &E) {
+        let h = self.remove_holder(session);
+        let units = Units(h.units);
+        let header = Header {
+            units,
+            reserve: h.header.reserve.max(units),
+            chain: h.header.chain.clone(),
+            max_hit: h.header.max_hit,
+        };
+        let cached = self.release_blocks(h, env);
+        self.queue.preempted.push(Waiting {
+            session,
+            header,
+            enqueued: self.now,
+        });
+        self.waiting.insert(session);
+        self.record(Event::Preempt { session, cached });
+        self.notices.push(Notice::Preempted { session });
+    }
+}
+
+/// Registers a holder's full blocks of known content that are not yet registered:
+/// blocks are hittable from allocation (R7), up to `min(units, chain)`.
+fn register_new(store: &mut Store, h: &mut Holder, block: u64) {
+    let upto = Units(h.units).min(h.header.chain.len()).blocks_down(block);
+    while h.keyed < upto {
+        let key = h
+            .header
+            .chain
+            .block_key(h.keyed, block)
+            .expect("block inside the chain has a key");
+        store.register(h.blocks[h.keyed as usize], key);
+        h.keyed += 1;
+    }
+}
+
+/// The blocks a header would hit now (R4, R7): leading chain blocks whose key has a
+/// present copy (held or cached), within the header's hit limit. Returns (hit, of
+/// which held by holders).
+fn hit_counts(store: &Store, header: &Header, block: u64) -> (u64, u64) {
+    let mut hit = 0;
+    let mut shared = 0;
+    let limit = header.hit_limit_blocks(block);
+    for key in header.chain.block_keys(block).take(limit as usize) {
+        let Some(b) = store.lookup(&key) else { break };
+        hit += 1;
+        if store.refs(b) > 0 {
+            shared += 1;
+        }
+    }
+    (hit, shared)
+}
+
+/// As [`hit_counts`], pushing the hit blocks (earliest registered copies) to `out`.
+fn collect_hits(store: &Store, header: &Header, block: u64, out: &mut Vec<u32>) {
+    let limit = header.hit_limit_blocks(block);
+    for key in header.chain.block_keys(block).take(limit as usize) {
+        let Some(b) = store.lookup(&key) else { break };
+        out.push(b);
+    }
+}
+
+/// `evict by`: fills one row per entry in release order and lets the compiled scan
+/// pick the least (ties to the lowest index, that is release order, E5/R10).
+#[allow(clippy::too_many_arguments)]
+fn select_entry<E: Env + ?Sized>(
+    store: &Store,
+    queue: &Queue,
+    snaps: &Snapshots,
+    scratch: &mut Scratch,
+    keys: &KeyList,
+    layout: &Layout,
+    block: u64,
+    now: f64,
+    env: &E,
+) -> Option<u32> {
+    let n = store.entry_count();
+    if n == 0 {
+        return None;
+    }
+    if layout.row.contains(&Input::Waiting) {
+        waiting_counts(store, queue, block, scratch);
+    }
+    let stride = layout.row.len();
+    scratch.slots.clear();
+    scratch.rows.clear();
+    scratch.rows.resize(n * stride, 0.0);
+    for (i, slot) in store.entry_slots().enumerate() {
+        scratch.slots.push(slot);
+        let e: &Entry = store.entry(slot);
+        let live = env.attrs(e.session);
+        let row = &mut scratch.rows[i * stride..(i + 1) * stride];
+        for (value, input) in row.iter_mut().zip(&layout.row) {
+            *value = match *input {
+                Input::Attr(a) => match live {
+                    Some(attrs) => attr(attrs, a, e.session),
+                    None => snaps.value(e.snap, a),
+                },
+                Input::Size => (e.blocks * block) as f64,
+                Input::Last => e.last,
+                Input::Waiting => scratch.counts[slot as usize] as f64,
+                other => unreachable!("validated entry row input {other:?}"),
+            };
+        }
+    }
+    scratch.ctx.clear();
+    for input in &layout.ctx {
+        scratch.ctx.push(match *input {
+            Input::Now => now,
+            // R12: a spill moment writes one block.
+            Input::SpillUnits => block as f64,
+            other => unreachable!("validated entry ctx input {other:?}"),
+        });
+    }
+    let i = keys.select(&scratch.rows, n, stride, &scratch.ctx)?;
+    Some(scratch.slots[i])
+}
+
+/// S2 `waiting`: per entry slot, the waiting holds whose hit walk (as if admitted
+/// now) takes at least one of its blocks. Fills `scratch.counts`.
+fn waiting_counts(store: &Store, queue: &Queue, block: u64, scratch: &mut Scratch) {
+    let bound = store.entry_slot_bound();
+    scratch.counts.clear();
+    scratch.counts.resize(bound, 0);
+    scratch.stamps.clear();
+    scratch.stamps.resize(bound, u64::MAX);
+    for (i, w) in queue.iter().enumerate() {
+        scratch.hits.clear();
+        collect_hits(store, &w.header, block, &mut scratch.hits);
+        for &b in &scratch.hits {
+            let slot = store.entry_of(b);
+            if slot != NIL && scratch.stamps[slot as usize] != i as u64 {
+                scratch.stamps[slot as usize] = i as u64;
+                scratch.counts[slot as usize] += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! Shared test helpers: a plain [`Env`] host, chain and header builders, and
+//! hand-written key lists (as `extern "C"` functions with a fused comparator and scan
+//! in E5 order) standing in for compiled code. Nothing here knows the engine's
+//! internals.
+
+#![allow(dead_code)]
+
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet};
+
+use poolrt::env::default_query;
+use poolrt::policy::KeyFn;
+use poolrt::{Chain, Env, Header, Query, Run, RunId, SessionId, Units};
+
+/// A host with a table of attributes, ended sessions and non-residents.
+#[derive(Clone, Debug, Default)]
+pub struct TestEnv {
+    pub attrs: BTreeMap<SessionId, Vec<f64>>,
+    pub ended: BTreeSet<SessionId>,
+    pub non_residents: BTreeSet<SessionId>,
+}
+
+impl TestEnv {
+    pub fn set(&mut self, s: u64, attrs: &[f64]) {
+        self.attrs.insert(SessionId(s), attrs.to_vec());
+    }
+
+    pub fn end(&mut self, s: u64) {
+        self.ended.insert(SessionId(s));
+    }
+}
+
+impl Env for TestEnv {
+    fn attrs(&self, session: SessionId) -> Option<&[f64]> {
+        if self.ended.contains(&session) {
+            return None;
+        }
+        Some(self.attrs.get(&session).map_or(&[][..], |v| v.as_slice()))
+    }
+
+    fn is_resident(&self, session: SessionId) -> bool {
+        !self.non_residents.contains(&session)
+    }
+
+    fn query(&self, query: Query) -> f64 {
+        default_query(query)
+    }
+}
+
+pub fn chain(runs: &[(u64, u64)]) -> Chain {
+    Chain::new(
+        runs.iter()
+            .map(|&(id, len)| Run {
+                id: RunId(id),
+                len: Units(len),
+            })
+            .collect(),
+    )
+    .expect("test chains are valid")
+}
+
+pub fn hdr(units: u64, runs: &[(u64, u64)]) -> Header {
+    Header::new(Units(units), chain(runs))
+}
+
+pub fn s(n: u64) -> SessionId {
+    SessionId(n)
+}
+
+/// E5 order of one key: −0 == +0, NaN greatest and equal to NaN.
+pub fn e5(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => a.partial_cmp(&b).expect("neither is NaN"),
+    }
+}
+
+/// # Safety
+/// `a`, `b` and `ctx` must be valid for every function in `keys`.
+pub unsafe fn cmp_by(keys: &[KeyFn], a: *const f64, b: *const f64, ctx: *const f64) -> i32 {
+    for k in keys {
+        // SAFETY: the caller vouches for the pointers.
+        let (x, y) = unsafe { (k(a, ctx), k(b, ctx)) };
+        match e5(x, y) {
+            Ordering::Less => return -1,
+            Ordering::Greater => return 1,
+            Ordering::Equal => {}
+        }
+    }
+    0
+}
+
+/// # Safety
+/// Every row `rows + i * stride` for `i < n` and `ctx` must be valid for `keys`.
+pub unsafe fn select_by(
+    keys: &[KeyFn],
+    rows: *const f64,
+    n: u64,
+    stride: u64,
+    ctx: *const f64,
+) -> i64 {
+    let mut best: i64 = -1;
+    for i in 0..n {
+        if best < 0 {
+            best = 0;
+            continue;
+        }
+        // SAFETY: rows i and best are inside the caller's extent.
+        let (row, least) = unsafe {
+            (
+                rows.add((i * stride) as usize),
+                rows.add(best as usize * stride as usize),
+            )
+        };
+        // SAFETY: as above.
+        if unsafe { cmp_by(keys, row, least, ctx) } < 0 {
+            best = i as i64;
+        }
+    }
+    best
+}
+
+/// Defines `pub fn $name() -> KeyList` over the given key functions.
+#[macro_export]
+macro_rules! key_list {
+    ($name:ident, row = $row:expr, ctx = $ctx:expr, [$($key:path),+ $(,)?]) => {
+        pub fn $name() -> poolrt::policy::KeyList {
+            const KEYS: &[poolrt::policy::KeyFn] = &[$($key),+];
+            unsafe extern "C" fn cmp(a: *const f64, b: *const f64, ctx: *const f64) -> i32 {
+                // SAFETY: the engine passes rows and ctx of the declared shape.
+                unsafe { $crate::common::cmp_by(KEYS, a, b, ctx) }
+            }
+            unsafe extern "C" fn select(
+                rows: *const f64,
+                n: u64,
+                stride: u64,
+                ctx: *const f64,
+            ) -> i64 {
+                // SAFETY: as above, for every row.
+                unsafe { $crate::common::select_by(KEYS, rows, n, stride, ctx) }
+            }
+            let shape = poolrt::policy::Shape { row: $row, ctx: $ctx };
+            // SAFETY: the key functions read at most the declared shape and are
+            // plain functions of this process.
+            unsafe {
+                poolrt::policy::KeyList::new(
+                    KEYS.to_vec(),
+                    cmp,
+                    select,
+                    shape,
+                    poolrt::policy::CodeHandle::process(),
+                )
+            }
+        }
+    };
+}
+
+/// Key functions reading one slot.
+macro_rules! slot_key {
+    ($name:ident, row, $i:expr) => {
+        pub unsafe extern "C" fn $name(row: *const f64, _ctx: *const f64) -> f64 {
+            // SAFETY: the shape covers row slot $i.
+            unsafe { *row.add($i) }
+        }
+    };
+    ($name:ident, neg_row, $i:expr) => {
+        pub unsafe extern "C" fn $name(row: *const f64, _ctx: *const f64) -> f64 {
+            // SAFETY: the shape covers row slot $i.
+            -unsafe { *row.add($i) }
+        }
+    };
+}
+
+slot_key!(row0, row, 0);
+slot_key!(row1, row, 1);
+slot_key!(row2, row, 2);
+slot_key!(neg_row0, neg_row, 0);
+slot_key!(neg_row1, neg_row, 1);
+
+/// `now − row[0]` (age, or waited, from a time slot).
+pub unsafe extern "C" fn since_row0(row: *const f64, ctx: *const f64) -> f64 {
+    // SAFETY: the shape covers row slot 0 and ctx slot 0.
+    unsafe { *ctx - *row }
+}
+
+/// `now − row[1] >= 3 ? 0 : 1`: aged holds first (Ascend-style lane).
+pub unsafe extern "C" fn aged_row1(row: *const f64, ctx: *const f64) -> f64 {
+    // SAFETY: the shape covers row slot 1 and ctx slot 0.
+    let waited = unsafe { *ctx - *row.add(1) };
+    if waited >= 3.0 { 0.0 } else { 1.0 }
+}
+
+/// `row[0] > ctx[1] ? 1 : 0`: holds whose units exceed what is free go last.
+pub unsafe extern "C" fn too_big_row0_ctx1(row: *const f64, ctx: *const f64) -> f64 {
+    // SAFETY: the shape covers row slot 0 and ctx slot 1.
+    let (units, free) = unsafe { (*row, *ctx.add(1)) };
+    if units > free { 1.0 } else { 0.0 }
+}
+
+/// A constant NaN key: every row ties (E5: NaN equals NaN).
+pub unsafe extern "C" fn nan_key(_row: *const f64, _ctx: *const f64) -> f64 {
+    f64::NAN
+}
+
+/// `row[0]` as-is, but NaN when it is 1: checks that NaN sorts last.
+pub unsafe extern "C" fn row0_nan_at_1(row: *const f64, _ctx: *const f64) -> f64 {
+    // SAFETY: the shape covers row slot 0.
+    let v = unsafe { *row };
+    if v == 1.0 { f64::NAN } else { v }
+}
+
+// Queue key lists (layouts in `layouts.rs` of each test via the helpers below).
+key_list!(q_priority_serial, row = 2, ctx = 0, [row0, row1]);
+key_list!(q_longest_prefix, row = 2, ctx = 0, [neg_row0, row1]);
+key_list!(q_aged, row = 2, ctx = 1, [aged_row1, row0]);
+key_list!(q_fits_first, row = 2, ctx = 2, [too_big_row0_ctx1, row1]);
+key_list!(q_nan_last, row = 1, ctx = 0, [row0_nan_at_1]);
+// Evict key lists.
+key_list!(e_priority_last, row = 2, ctx = 0, [row0, row1]);
+key_list!(e_waiting_size, row = 2, ctx = 0, [row0, neg_row1]);
+key_list!(e_mru, row = 1, ctx = 1, [since_row0]);
+key_list!(e_all_nan, row = 0, ctx = 0, [nan_key]);
+
+use poolrt::{EvictPolicy, Input, Layout, PoolRef, QueryKind, QueuePolicy, Target};
+
+/// Attribute 0 is `priority`, attribute 1 is `serial` in every test host.
+pub fn queue_by_priority() -> QueuePolicy {
+    QueuePolicy::By {
+        keys: q_priority_serial(),
+        layout: Layout {
+            row: vec![Input::Attr(0), Input::Attr(1)],
+            ctx: vec![],
+        },
+    }
+}
+
+/// SGLang's longest prefix match: `queue by (-computed, enqueued)`.
+pub fn queue_longest_prefix() -> QueuePolicy {
+    QueuePolicy::By {
+        keys: q_longest_prefix(),
+        layout: Layout {
+            row: vec![Input::Computed, Input::Enqueued],
+            ctx: vec![],
+        },
+    }
+}
+
+/// `queue by (waited >= 3 ? 0 : 1, priority)`.
+pub fn queue_aged() -> QueuePolicy {
+    QueuePolicy::By {
+        keys: q_aged(),
+        layout: Layout {
+            row: vec![Input::Attr(0), Input::Enqueued],
+            ctx: vec![Input::Now],
+        },
+    }
+}
+
+/// `queue by (units > free(me) ? 1 : 0, serial)`.
+pub fn queue_fits_first(me: PoolRef) -> QueuePolicy {
+    QueuePolicy::By {
+        keys: q_fits_first(),
+        layout: Layout {
+            row: vec![Input::Units, Input::Attr(1)],
+            ctx: vec![
+                Input::Now,
+                Input::Query(poolrt::Query {
+                    kind: QueryKind::Free,
+                    target: Target::Pool(me),
+                }),
+            ],
+        },
+    }
+}
+
+/// `queue by (priority == 1 ? NaN : priority)`.
+pub fn queue_nan_last() -> QueuePolicy {
+    QueuePolicy::By {
+        keys: q_nan_last(),
+        layout: Layout {
+            row: vec![Input::Attr(0)],
+            ctx: vec![],
+        },
+    }
+}
+
+/// `evict by (priority, last)`.
+pub fn evict_by_priority() -> EvictPolicy {
+    EvictPolicy::By {
+        keys: e_priority_last(),
+        layout: Layout {
+            row: vec![Input::Attr(0), Input::Last],
+            ctx: vec![],
+        },
+    }
+}
+
+/// `evict by (waiting, -size)`.
+pub fn evict_by_waiting() -> EvictPolicy {
+    EvictPolicy::By {
+        keys: e_waiting_size(),
+        layout: Layout {
+            row: vec![Input::Waiting, Input::Size],
+            ctx: vec![],
+        },
+    }
+}
+
+/// `evict by (age)`: most recently released first.
+pub fn evict_mru() -> EvictPolicy {
+    EvictPolicy::By {
+        keys: e_mru(),
+        layout: Layout {
+            row: vec![Input::Last],
+            ctx: vec![Input::Now, Input::SpillUnits],
+        },
+    }
+}
+
+/// `evict by (NaN)`: every entry ties, so release order decides.
+pub fn evict_all_nan() -> EvictPolicy {
+    EvictPolicy::By {
+        keys: e_all_nan(),
+        layout: Layout::default(),
+    }
+}

@@ -1,0 +1,1122 @@
+//! One scenario per rule of LANGUAGE.md §3 (R1–R14, with S2/S3 and E5 where they
+//! meet the engine), each named after the rule and with its expected values worked
+//! out by hand in comments. Every operation goes through `World`, which checks R1 and
+//! the engine's invariants after it. No timing, no ignored tests.
+
+mod common;
+
+use common::*;
+use poolrt::{
+    BlockKey, Enqueued, EntryId, Event, EvictPolicy, Grown, Limit, Notice, Pool, PoolConfig,
+    Preempt, QueuePolicy, RunId, SessionId, Units,
+};
+
+/// A pool, its host and the clock; every operation checks R1 and the invariants.
+struct World {
+    pool: Pool,
+    env: TestEnv,
+    now: f64,
+}
+
+impl World {
+    fn new(cap: u64, block: u64) -> World {
+        World::with(PoolConfig {
+            cap: Limit::Finite(Units(cap)),
+            block: Units(block),
+            ..PoolConfig::default()
+        })
+    }
+
+    fn with(config: PoolConfig) -> World {
+        let mut pool = Pool::new(config).expect("valid test config");
+        pool.set_logging(true);
+        World {
+            pool,
+            env: TestEnv::default(),
+            now: 0.0,
+        }
+    }
+
+    fn at(&mut self, now: f64) -> &mut World {
+        self.now = now;
+        self
+    }
+
+    fn checked(&self) {
+        self.pool.check().unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Enqueue, then settle (R9).
+    fn enqueue(&mut self, session: u64, header: poolrt::Header) -> Enqueued {
+        if !self.env.attrs.contains_key(&s(session)) {
+            self.env.set(session, &[0.0, session as f64]);
+        }
+        let r = self.pool.enqueue(self.now, s(session), header).unwrap();
+        self.checked();
+        self.settle();
+        r
+    }
+
+    fn enqueue_only(&mut self, session: u64, header: poolrt::Header) -> Enqueued {
+        if !self.env.attrs.contains_key(&s(session)) {
+            self.env.set(session, &[0.0, session as f64]);
+        }
+        let r = self.pool.enqueue(self.now, s(session), header).unwrap();
+        self.checked();
+        r
+    }
+
+    fn settle(&mut self) {
+        self.pool.settle(self.now, &self.env).unwrap();
+        self.checked();
+    }
+
+    fn compute(&mut self, session: u64, units: u64) {
+        self.pool.set_computed(s(session), Units(units)).unwrap();
+        self.checked();
+    }
+
+    /// Release, then settle.
+    fn release(&mut self, session: u64) -> Units {
+        let r = self.pool.release(self.now, s(session), &self.env).unwrap();
+        self.checked();
+        self.settle();
+        r
+    }
+
+    fn grow(&mut self, session: u64, by: u64) -> Grown {
+        let r = self
+            .pool
+            .grow(self.now, s(session), Units(by), &self.env)
+            .unwrap();
+        self.checked();
+        r
+    }
+
+    fn events(&mut self) -> Vec<Event> {
+        self.pool.take_log().into_iter().map(|r| r.event).collect()
+    }
+
+    /// Admissions in the log since the last call, as (session, hit units).
+    fn admits(&mut self) -> Vec<(u64, u64)> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Admit { session, hit, .. } => Some((session.0, hit.0)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn evicted_keys(&mut self) -> Vec<(u64, BlockKey)> {
+        self.events()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::Evict { entry, key, .. } => Some((entry.0, key)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn units(&self) -> (u64, u64) {
+        (self.pool.allocated().0, self.pool.cached().0)
+    }
+
+    fn entry_keys(&self) -> Vec<(u64, Vec<BlockKey>)> {
+        self.pool
+            .entries()
+            .into_iter()
+            .map(|e| (e.id.0, e.keys))
+            .collect()
+    }
+}
+
+fn key(run: u64, offset: u64) -> BlockKey {
+    BlockKey {
+        run: RunId(run),
+        offset,
+    }
+}
+
+fn keys(run: u64, offsets: &[u64]) -> Vec<BlockKey> {
+    offsets.iter().map(|&o| key(run, o)).collect()
+}
+
+// ----- R1 -------------------------------------------------------------------------
+
+#[test]
+fn r1_allocated_plus_cached_never_exceeds_cap() {
+    // cap 10, block 3: cap_blocks = floor(10/3) = 3, so at most 9 units are used.
+    let mut w = World::new(10, 3);
+    w.enqueue(1, hdr(7, &[(1, 9)])); // 3 blocks = 9 units
+    assert_eq!(w.units(), (9, 0));
+    w.compute(1, 7);
+    // Full computed blocks: floor(7/3) = 2 → 6 units cached, the third block freed.
+    assert_eq!(w.release(1), Units(6));
+    assert_eq!(w.units(), (0, 6));
+    // 2 blocks needed; 0 + 6 + 6 > 9 → one eviction (3 units), then 6 + 3 = 9.
+    w.enqueue(2, hdr(4, &[(2, 4)]));
+    assert_eq!(w.units(), (6, 3));
+    for r in w.pool.log() {
+        assert!(r.allocated.0 + r.cached.0 <= 10, "R1 broken at {r:?}");
+    }
+}
+
+// ----- R2 -------------------------------------------------------------------------
+
+#[test]
+fn r2_block_identity_is_its_last_unit() {
+    // Block 4. A = runs 1 (6 units) then 2 (10 units); B = run 1 then run 3. Their
+    // units 0..6 are the same content, but block 1 (units 4..8) ends at unit 7, in
+    // run 2 for A and run 3 for B: different identities. Only block 0 is shared.
+    let mut w = World::new(64, 4);
+    w.enqueue(1, hdr(16, &[(1, 6), (2, 10)]));
+    w.compute(1, 16);
+    w.release(1);
+    assert_eq!(
+        w.entry_keys(),
+        vec![(0, vec![key(1, 3), key(2, 1), key(2, 5), key(2, 9)])]
+    );
+    w.events();
+    w.enqueue(2, hdr(16, &[(1, 6), (3, 10)]));
+    assert_eq!(w.admits(), vec![(2, 4)]);
+}
+
+#[test]
+fn r2_units_beyond_the_chain_are_never_cached() {
+    // Block 4, chain of 6 units, 12 units held and computed: only block 0 is full
+    // and known (block 1 ends at unit 7 > 6), so 4 units are cached.
+    let mut w = World::new(64, 4);
+    w.enqueue(1, hdr(12, &[(1, 6)]));
+    w.compute(1, 12);
+    assert_eq!(w.release(1), Units(4));
+    assert_eq!(w.entry_keys(), vec![(0, vec![key(1, 3)])]);
+}
+
+// ----- R3 -------------------------------------------------------------------------
+
+#[test]
+fn r3_a_release_makes_one_entry_in_chain_order() {
+    // Block 2, 8 computed units: one entry with 4 blocks, head first.
+    let mut w = World::new(64, 2);
+    w.enqueue(1, hdr(8, &[(5, 8)]));
+    w.compute(1, 8);
+    w.release(1);
+    assert_eq!(w.entry_keys(), vec![(0, keys(5, &[1, 3, 5, 7]))]);
+}
+
+// ----- R4 -------------------------------------------------------------------------
+
+#[test]
+fn r4_computed_is_the_hit_in_full_blocks() {
+    // Block 4. A caches 8 units of run 1 (len 10). B's chain is run 1 (10 units):
+    // blocks 0 and 1 are cached (hit 8), block 2 (units 8..12) is beyond the chain.
+    let mut w = World::new(64, 4);
+    w.enqueue(1, hdr(10, &[(1, 10)]));
+    w.compute(1, 10);
+    w.release(1);
+    w.events();
+    w.enqueue(2, hdr(10, &[(1, 10)]));
+    assert_eq!(w.admits(), vec![(2, 8)]);
+    assert_eq!(w.pool.hold(s(2)).unwrap().computed, Units(8));
+}
+
+#[test]
+fn r4_max_hit_caps_the_hit_last_token_rule() {
+    // Block 4, 8 units cached; a hold of the same 8 units with max_hit 7 (sequence
+    // − 1) hits floor(7/4) = 1 block and recomputes the last one.
+    let mut w = World::new(64, 4);
+    w.enqueue(1, hdr(8, &[(1, 8)]));
+    w.compute(1, 8);
+    w.release(1);
+    w.events();
+    w.enqueue(2, hdr(8, &[(1, 8)]).with_max_hit(Units(7)));
+    assert_eq!(w.admits(), vec![(2, 4)]);
+}
+
+// ----- R5 -------------------------------------------------------------------------
+
+#[test]
+fn r5_rejects_hold_that_can_never_fit() {
+    // cap 70, block 16: 4 blocks (64 units) is the most any hold can get.
+    let mut w = World::new(70, 16);
+    // units 10 but reserve 70 → ceil(70/16) = 5 blocks > 4: rejected.
+    assert_eq!(
+        w.enqueue(1, hdr(10, &[(1, 10)]).with_reserve(Units(70))),
+        Enqueued::Rejected
+    );
+    // units 65 → 5 blocks > 4: rejected although 65 < 70.
+    assert_eq!(w.enqueue(2, hdr(65, &[(2, 65)])), Enqueued::Rejected);
+    // 64 → 4 blocks: fits.
+    assert_eq!(w.enqueue(3, hdr(64, &[(3, 64)])), Enqueued::Queued);
+    assert_eq!(
+        w.events(),
+        vec![
+            Event::Reject { session: s(1) },
+            Event::Reject { session: s(2) },
+            Event::Enqueue { session: s(3) },
+            Event::Admit {
+                session: s(3),
+                hit: Units(0),
+                units: Units(64)
+            },
+        ]
+    );
+    assert_eq!(w.pool.queued(), 0);
+}
+
+#[test]
+fn r5_rejected_hold_does_not_block_the_queue() {
+    // cap 8, block 1: A holds 8; B waits; C can never fit and is rejected without
+    // touching the queue; when A releases, B is admitted.
+    let mut w = World::new(8, 1);
+    w.enqueue(1, hdr(8, &[(1, 8)]));
+    w.enqueue(2, hdr(3, &[(2, 3)]));
+    assert_eq!(w.enqueue(3, hdr(9, &[(3, 9)])), Enqueued::Rejected);
+    assert_eq!(w.pool.queued(), 1);
+    w.events();
+    w.release(1);
+    assert_eq!(w.admits(), vec![(2, 0)]);
+}
+
+// ----- R6 -------------------------------------------------------------------------
+
+#[test]
+fn r6_fit_judged_on_reserve() {
+    // cap 8, block 1. A holds 5. B asks units 2, reserve 4: need 4, 5 + 4 = 9 > 8,
+    // so B waits although its 2 units would fit. When A releases, B is admitted and
+    // allocates only its 2 units.
+    let mut w = World::new(8, 1);
+    w.enqueue(1, hdr(5, &[(1, 5)]));
+    w.enqueue(2, hdr(2, &[(2, 4)]).with_reserve(Units(4)));
+    assert_eq!(w.pool.queued(), 1);
+    assert_eq!(w.units(), (5, 0));
+    w.events();
+    w.release(1);
+    assert_eq!(w.admits(), vec![(2, 0)]);
+    assert_eq!(w.units(), (2, 0));
+}
+
+#[test]
+fn r6_cached_entries_never_block_a_fit() {
+    // cap 8, block 1: A caches 8 units. B needs 3 unrelated units: 0 + 8 + 3 > 8,
+    // so 3 blocks are evicted (tail first), leaving 5 cached.
+    let mut w = World::new(8, 1);
+    w.enqueue(1, hdr(8, &[(1, 8)]));
+    w.compute(1, 8);
+    w.release(1);
+    w.events();
+    w.enqueue(2, hdr(3, &[(2, 3)]));
+    assert_eq!(w.units(), (3, 5));
+    assert_eq!(
+        w.evicted_keys(),
+        vec![(0, key(1, 7)), (0, key(1, 6)), (0, key(1, 5))]
+    );
+}
+
+#[test]
+fn r6_hit_blocks_are_claimed_before_eviction() {
+    // cap 6, block 1. A caches run 1 (4 units) as e0 at t=0; C caches run 7
+    // (2 units) as e1 at t=1. B = run 1 then run 5 (2 units), 6 units: it hits e0's
+    // 4 blocks (claimed: e0 disappears), then needs 2 new blocks: 4 + 2 + 2 > 6 →
+    // 2 evictions. lru would take e0 first, but e0 is claimed, so e1 goes, tail first.
+    let mut w = World::new(6, 1);
+    w.enqueue(1, hdr(4, &[(1, 4)]));
+    w.compute(1, 4);
+    w.release(1);
+    w.at(1.0);
+    w.enqueue(3, hdr(2, &[(7, 2)]));
+    w.compute(3, 2);
+    w.release(3);
+    w.events();
+    w.enqueue(2, hdr(6, &[(1, 4), (5, 2)]));
+    let ev = w.events();
+    assert_eq!(
+        ev[1..],
+        [
+            Event::Evict {
+                entry: EntryId(1),
+                session: s(3),
+                key: key(7, 1),
+                units: Units(1)
+            },
+            Event::Evict {
+                entry: EntryId(1),
+                session: s(3),
+                key: key(7, 0),
+                units: Units(1)
+            },
+            Event::Admit {
+                session: s(2),
+                hit: Units(4),
+                units: Units(6)
+            },
+        ]
+    );
+    assert_eq!(w.units(), (6, 0));
+}
+
+// ----- R7 -------------------------------------------------------------------------
+
+#[test]
+fn r7_shared_block_counted_once() {
+    // Block 4, cap 32. A holds run 1 (8 units, 2 blocks). B = run 1 then run 2
+    // (4 units): hits A's 2 held blocks (shared, not counted again) and allocates
+    // 1 block: allocated 8 + 4 = 12, not 20.
+    let mut w = World::new(32, 4);
+    w.enqueue(1, hdr(8, &[(1, 8)]));
+    w.compute(1, 8);
+    w.enqueue(2, hdr(12, &[(1, 8), (2, 4)]));
+    assert_eq!(w.units(), (12, 0));
+    // A releases: both its blocks are still held by B, nothing is cached.
+    assert_eq!(w.release(1), Units(0));
+    assert_eq!(w.units(), (12, 0));
+    // B releases with 12 computed: its 3 blocks become one entry.
+    w.compute(2, 12);
+    assert_eq!(w.release(2), Units(12));
+    assert_eq!(w.units(), (0, 12));
+}
+
+#[test]
+fn r7_blocks_are_hittable_from_allocation() {
+    // A and B with the same 8-unit prompt, admitted in the same settle: B hits A's
+    // blocks although A has computed nothing yet (vLLM registers at allocation).
+    let mut w = World::new(32, 4);
+    w.enqueue_only(1, hdr(8, &[(1, 8)]));
+    w.enqueue_only(2, hdr(8, &[(1, 8)]));
+    w.settle();
+    assert_eq!(w.admits(), vec![(1, 0), (2, 8)]);
+    assert_eq!(w.units(), (8, 0));
+}
+
+#[test]
+fn r7_hit_takes_earliest_registered_copy() {
+    // Block 4. A holds run 1 (8 units): copies a0 (1+3) and a1 (1+7). B, same chain
+    // with max_hit 4, hits a0 and allocates its own copy b1 of 1+7 (registered
+    // second). A releases: a0 is still held by B; a1 becomes e0 = [1+7]. B releases:
+    // e1 = [1+3 (a0), 1+7 (b1)]. D hits 1+3 from e1's head, then 1+7 from the
+    // earliest registered copy, a1 in e0 — so e0 disappears and e1 keeps b1.
+    let mut w = World::new(64, 4);
+    w.enqueue(1, hdr(8, &[(1, 8)]));
+    w.enqueue(2, hdr(8, &[(1, 8)]).with_max_hit(Units(4)));
+    assert_eq!(w.units(), (12, 0));
+    w.compute(1, 8);
+    w.compute(2, 8);
+    w.release(1);
+    w.release(2);
+    assert_eq!(
+        w.entry_keys(),
+        vec![(0, vec![key(1, 7)]), (1, vec![key(1, 3), key(1, 7)])]
+    );
+    w.events();
+    w.enqueue(4, hdr(8, &[(1, 8)]));
+    assert_eq!(w.admits(), vec![(4, 8)]);
+    assert_eq!(w.entry_keys(), vec![(1, vec![key(1, 7)])]);
+}
+
+// ----- R8 -------------------------------------------------------------------------
+
+#[test]
+fn r8_head_of_line_blocks() {
+    // cap 4, block 1, fifo. A holds 3. B needs 2 and waits; C needs 1 and would fit,
+    // but only the selected hold (B) is tried.
+    let mut w = World::new(4, 1);
+    w.enqueue(1, hdr(3, &[(1, 3)]));
+    w.enqueue(2, hdr(2, &[(2, 2)]));
+    w.enqueue(3, hdr(1, &[(3, 1)]));
+    assert_eq!(w.pool.queued(), 2);
+    assert_eq!(w.units(), (3, 0));
+    w.events();
+    w.release(1);
+    assert_eq!(w.admits(), vec![(2, 0), (3, 0)]);
+}
+
+#[test]
+fn r8_keyed_queue_takes_least_key_ties_by_enqueue_order() {
+    // queue by (priority, serial) with serial = attribute 1. A fills the pool; B, C,
+    // D, E wait with priorities 2, 1, 1, 0 and serials 9, 8, 7, 6. The keys say E
+    // (0), then D (1, 7) before C (1, 8), then B (2, 9).
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(1)),
+        queue: queue_by_priority(),
+        ..PoolConfig::default()
+    });
+    w.enqueue(1, hdr(1, &[(1, 1)]));
+    for (id, prio, serial) in [(2, 2.0, 9.0), (3, 1.0, 8.0), (4, 1.0, 7.0), (5, 0.0, 6.0)] {
+        w.env.set(id, &[prio, serial]);
+        w.enqueue(id, hdr(1, &[(id, 1)]));
+    }
+    w.events();
+    for id in [1, 5, 4, 3] {
+        w.release(id);
+    }
+    assert_eq!(w.admits(), vec![(5, 0), (4, 0), (3, 0), (2, 0)]);
+}
+
+#[test]
+fn r8_equal_keys_fall_back_to_enqueue_order() {
+    // Same priority and serial for everyone: enqueue order decides.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(1)),
+        queue: queue_by_priority(),
+        ..PoolConfig::default()
+    });
+    for id in 1..=4 {
+        w.env.set(id, &[3.0, 0.0]);
+        w.enqueue(id, hdr(1, &[(id, 1)]));
+    }
+    w.events();
+    for id in 1..=3 {
+        w.release(id);
+    }
+    assert_eq!(w.admits(), vec![(2, 0), (3, 0), (4, 0)]);
+}
+
+#[test]
+fn r8_e5_nan_key_sorts_after_every_number() {
+    // queue by (priority == 1 ? NaN : priority): priorities 1 (NaN), 5, 2 → 2, 5,
+    // then the NaN.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(1)),
+        queue: queue_nan_last(),
+        ..PoolConfig::default()
+    });
+    w.enqueue(9, hdr(1, &[(9, 1)]));
+    for (id, prio) in [(1, 1.0), (2, 5.0), (3, 2.0)] {
+        w.env.set(id, &[prio, 0.0]);
+        w.enqueue(id, hdr(1, &[(id, 1)]));
+    }
+    w.events();
+    for id in [9, 3, 2] {
+        w.release(id);
+    }
+    assert_eq!(w.admits(), vec![(3, 0), (2, 0), (1, 0)]);
+}
+
+#[test]
+fn r8_keys_are_evaluated_afresh_at_each_attempt() {
+    // queue by (priority, serial): B (priority 1) and C (priority 2) wait. Before
+    // the next attempt C's priority drops to 0, so C goes first.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(1)),
+        queue: queue_by_priority(),
+        ..PoolConfig::default()
+    });
+    w.enqueue(1, hdr(1, &[(1, 1)]));
+    w.env.set(2, &[1.0, 2.0]);
+    w.enqueue(2, hdr(1, &[(2, 1)]));
+    w.env.set(3, &[2.0, 3.0]);
+    w.enqueue(3, hdr(1, &[(3, 1)]));
+    w.env.set(3, &[0.0, 3.0]);
+    w.events();
+    w.release(1);
+    assert_eq!(w.admits(), vec![(3, 0)]);
+}
+
+#[test]
+fn r8_waited_and_now_age_a_hold_without_a_timer() {
+    // queue by (waited >= 3 ? 0 : 1, priority). B (priority 0) and C (priority 5)
+    // are enqueued at t=0. At t=2 nobody has aged: B (1, 0) before C (1, 5). D
+    // (priority 0) is enqueued at t=2; at t=4 C has waited 4 ≥ 3 (key 0) and D only
+    // 2 (key 1): C goes before D.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(1)),
+        queue: queue_aged(),
+        ..PoolConfig::default()
+    });
+    w.enqueue(1, hdr(1, &[(1, 1)]));
+    w.env.set(2, &[0.0, 0.0]);
+    w.enqueue(2, hdr(1, &[(2, 1)]));
+    w.env.set(3, &[5.0, 0.0]);
+    w.enqueue(3, hdr(1, &[(3, 1)]));
+    w.at(2.0);
+    w.events();
+    w.release(1);
+    assert_eq!(w.admits(), vec![(2, 0)]);
+    w.env.set(4, &[0.0, 0.0]);
+    w.enqueue(4, hdr(1, &[(4, 1)]));
+    w.at(4.0);
+    w.release(2);
+    assert_eq!(w.admits(), vec![(3, 0)]);
+}
+
+#[test]
+fn r8_computed_is_read_at_the_attempt() {
+    // queue by (-computed, enqueued) (SGLang's longest prefix match). cap 12, block
+    // 1. A holds run 1 (4 units, computed), H holds 8 unrelated units: full. B (2
+    // unrelated units) then C (run 1 then 2 units of its own) wait. A releases: run 1
+    // is cached (8 + 4 = 12, still full). H releases: B's key is -0, C's is -4 (it
+    // would hit 4), so C goes first although B was enqueued first.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(12)),
+        queue: queue_longest_prefix(),
+        ..PoolConfig::default()
+    });
+    w.enqueue(1, hdr(4, &[(1, 4)]));
+    w.compute(1, 4);
+    w.enqueue(9, hdr(8, &[(9, 8)]));
+    w.enqueue(2, hdr(2, &[(2, 2)]));
+    w.enqueue(3, hdr(6, &[(1, 4), (3, 2)]));
+    w.release(1); // caches run 1 (4 units); 8 + 4 = 12: B (2) and C (6) wait
+    w.events();
+    w.release(9);
+    // C hits 4 → key -4 < B's -0: C first, then B.
+    assert_eq!(w.admits(), vec![(3, 4), (2, 0)]);
+}
+
+#[test]
+fn r8_query_on_the_pool_itself_is_answered_by_the_pool() {
+    // queue by (units > free(me) ? 1 : 0, serial), cap 10, block 1. A (serial 1,
+    // 7 units), B (serial 2, 5 units) and C (serial 3, 2 units) are enqueued before
+    // one settle. The query is re-read at every attempt.
+    let me = poolrt::PoolRef { pool: 0, member: 0 };
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(10)),
+        queue: queue_fits_first(me),
+        ..PoolConfig::default()
+    });
+    w.enqueue_only(1, hdr(7, &[(1, 7)]));
+    w.enqueue_only(2, hdr(5, &[(2, 5)]));
+    w.enqueue_only(3, hdr(2, &[(3, 2)]));
+    w.settle();
+    // First attempt: free = 10, every key 0 → serial: A (1) admitted. Second: free 3,
+    // B key 1, C key 0 → C. Third: free 1, B blocked.
+    assert_eq!(w.admits(), vec![(1, 0), (3, 0)]);
+    assert_eq!(w.pool.queued(), 1);
+}
+
+#[test]
+fn r8_preempted_reenter_at_head_most_recent_first() {
+    // cap 6, block 1, preempt lifo, every holder a resident. A, B, C hold 2 each
+    // (admitted in that order); D (1 unit) waits. A grows by 3: no room, victim C
+    // (most recent) → then 4 + 3 > 6, victim B → 2 + 3 ≤ 6, A grows. Preempted stack:
+    // B on top (most recent), then C; both ahead of D. Each had computed 2, so each
+    // cached an entry: C's (older) and B's. A's grow needs 3 new blocks with 4
+    // cached: evicts C's 2 blocks (lru, tail first), then B's tail.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(6)),
+        preempt: Preempt::Lifo,
+        ..PoolConfig::default()
+    });
+    for id in 1..=3 {
+        w.enqueue(id, hdr(2, &[(id, 2)]));
+        w.compute(id, 2);
+    }
+    w.enqueue(4, hdr(1, &[(4, 1)]));
+    w.events();
+    assert_eq!(w.grow(1, 3), Grown::Grown);
+    assert_eq!(
+        w.pool.notices(),
+        &[
+            Notice::Preempted { session: s(3) },
+            Notice::Preempted { session: s(2) }
+        ]
+    );
+    assert_eq!(
+        w.evicted_keys(),
+        vec![(0, key(3, 1)), (0, key(3, 0)), (1, key(2, 1))]
+    );
+    assert_eq!(w.units(), (5, 1));
+    // A releases (computed 2: its first 2 blocks cached, 3 freed). Settle: B first
+    // (hits its remaining head block), then C (its entry is gone), then D.
+    w.release(1);
+    assert_eq!(w.admits(), vec![(2, 1), (3, 0), (4, 0)]);
+}
+
+// ----- R9 -------------------------------------------------------------------------
+
+#[test]
+fn r9_settle_admits_until_the_selected_hold_does_not_fit() {
+    // cap 5, block 1: three holds of 2 enqueued without settling; one settle admits
+    // two (4 units) and stops at the third.
+    let mut w = World::new(5, 1);
+    for id in 1..=3 {
+        w.enqueue_only(id, hdr(2, &[(id, 2)]));
+    }
+    assert_eq!(w.pool.queued(), 3);
+    w.settle();
+    assert_eq!(w.admits(), vec![(1, 0), (2, 0)]);
+    assert_eq!(w.pool.queued(), 1);
+}
+
+#[test]
+fn r9_notices_report_the_admissions_of_one_settle() {
+    let mut w = World::new(5, 1);
+    w.enqueue_only(1, hdr(2, &[(1, 2)]));
+    w.enqueue_only(2, hdr(2, &[(2, 2)]));
+    w.pool.settle(0.0, &w.env).unwrap();
+    assert_eq!(
+        w.pool.notices(),
+        &[
+            Notice::Admitted {
+                session: s(1),
+                hit: Units(0),
+                units: Units(2)
+            },
+            Notice::Admitted {
+                session: s(2),
+                hit: Units(0),
+                units: Units(2)
+            }
+        ]
+    );
+}
+
+// ----- R10 ------------------------------------------------------------------------
+
+#[test]
+fn r10_evicts_tail_block_first() {
+    // Block 4, cap 16 (4 blocks): A caches run 1 (16 units) as [1+3, 1+7, 1+11,
+    // 1+15]. B needs 8 unrelated units: two Evict moments, each taking e0's tail.
+    let mut w = World::new(16, 4);
+    w.enqueue(1, hdr(16, &[(1, 16)]));
+    w.compute(1, 16);
+    w.release(1);
+    w.events();
+    w.enqueue(2, hdr(8, &[(2, 8)]));
+    assert_eq!(w.evicted_keys(), vec![(0, key(1, 15)), (0, key(1, 11))]);
+    assert_eq!(w.entry_keys(), vec![(0, keys(1, &[3, 7]))]);
+}
+
+#[test]
+fn r10_lru_empties_the_oldest_entry_first() {
+    // cap 4, block 1: e0 = run 1 (2 units, t=0), e1 = run 2 (2 units, t=1). B needs 3:
+    // e0's tail, e0's head (e0 disappears), then e1's tail.
+    let mut w = World::new(4, 1);
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.compute(1, 2);
+    w.release(1);
+    w.at(1.0);
+    w.enqueue(2, hdr(2, &[(2, 2)]));
+    w.compute(2, 2);
+    w.release(2);
+    w.events();
+    w.enqueue(3, hdr(3, &[(3, 3)]));
+    assert_eq!(
+        w.evicted_keys(),
+        vec![(0, key(1, 1)), (0, key(1, 0)), (1, key(2, 1))]
+    );
+}
+
+#[test]
+fn r10_keyed_eviction_takes_least_key_then_release_order() {
+    // evict by (priority, last). e0 from A (priority 5), e1 from B (priority 1),
+    // e2 from C (priority 1, released later). Evicting 3 blocks of 1 unit:
+    // e1 (1, t1) tail, e1 head, then e2 (1, t2) tail — e0 survives.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(6)),
+        evict: evict_by_priority(),
+        ..PoolConfig::default()
+    });
+    for (id, prio, t) in [(1, 5.0, 0.0), (2, 1.0, 1.0), (3, 1.0, 2.0)] {
+        w.at(t);
+        w.env.set(id, &[prio, id as f64]);
+        w.enqueue(id, hdr(2, &[(id, 2)]));
+        w.compute(id, 2);
+        w.release(id);
+    }
+    w.events();
+    w.enqueue(4, hdr(3, &[(4, 3)]));
+    assert_eq!(
+        w.evicted_keys(),
+        vec![(1, key(2, 1)), (1, key(2, 0)), (2, key(3, 1))]
+    );
+}
+
+#[test]
+fn r10_all_equal_keys_fall_back_to_release_order() {
+    // evict by (NaN): every key equal (E5), so the oldest entry goes first.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(4)),
+        evict: evict_all_nan(),
+        ..PoolConfig::default()
+    });
+    for id in 1..=2 {
+        w.enqueue(id, hdr(2, &[(id, 2)]));
+        w.compute(id, 2);
+        w.release(id);
+    }
+    w.events();
+    w.enqueue(3, hdr(1, &[(3, 1)]));
+    assert_eq!(w.evicted_keys(), vec![(0, key(1, 1))]);
+}
+
+#[test]
+fn r10_age_and_now_reach_the_evict_keys() {
+    // evict by (age) = most recently released first: e0 at t=0, e1 at t=5; at t=6
+    // e1 (age 1) has the least key, 1 < 6.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(4)),
+        evict: evict_mru(),
+        ..PoolConfig::default()
+    });
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.compute(1, 2);
+    w.release(1);
+    w.at(5.0);
+    w.enqueue(2, hdr(2, &[(2, 2)]));
+    w.compute(2, 2);
+    w.release(2);
+    w.at(6.0);
+    w.events();
+    w.enqueue(3, hdr(1, &[(3, 1)]));
+    assert_eq!(w.evicted_keys(), vec![(1, key(2, 1))]);
+}
+
+#[test]
+fn r10_s2_waiting_counts_holds_that_would_hit_the_entry() {
+    // evict by (waiting, -size), cap 10, block 1. H holds 2; e0 = run 1 (4 units)
+    // and e1 = run 2 (4 units) fill the rest. D (2 unrelated units) then B (run 1
+    // then 5 units of its own) are enqueued before one settle. D is admitted while B
+    // waits, and needs 2 evictions: e0 has waiting 1 (B would hit it), e1 waiting 0,
+    // so e1 goes, tail first — where lru would have taken e0. B then needs 9 with 4
+    // allocated (4 + 9 > 10) and stays blocked.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(10)),
+        evict: evict_by_waiting(),
+        ..PoolConfig::default()
+    });
+    w.enqueue(9, hdr(2, &[(9, 2)]));
+    for id in 1..=2 {
+        w.enqueue(id, hdr(4, &[(id, 4)]));
+        w.compute(id, 4);
+        w.release(id);
+    }
+    w.events();
+    w.enqueue_only(4, hdr(2, &[(4, 2)]));
+    w.enqueue_only(3, hdr(9, &[(1, 4), (3, 5)]));
+    w.settle();
+    assert_eq!(w.evicted_keys(), vec![(1, key(2, 3)), (1, key(2, 2))]);
+}
+
+#[test]
+fn r10_s3_ended_sessions_are_keyed_by_their_last_release() {
+    // evict by (priority, last). A releases with priority 1 and ends; its host now
+    // says nothing about it (a changed value after the end must not count). B
+    // releases with priority 3 but lives, and drops to priority 0 afterwards: its
+    // current value counts. So B's entry (0) goes before A's (1).
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(4)),
+        evict: evict_by_priority(),
+        ..PoolConfig::default()
+    });
+    w.env.set(1, &[1.0, 1.0]);
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.compute(1, 2);
+    w.release(1);
+    w.env.end(1);
+    w.env.set(1, &[9.0, 1.0]);
+    w.env.set(2, &[3.0, 2.0]);
+    w.enqueue(2, hdr(2, &[(2, 2)]));
+    w.compute(2, 2);
+    w.release(2);
+    w.env.set(2, &[0.0, 2.0]);
+    w.events();
+    w.enqueue(3, hdr(3, &[(3, 3)]));
+    assert_eq!(
+        w.evicted_keys(),
+        vec![(1, key(2, 1)), (1, key(2, 0)), (0, key(1, 1))]
+    );
+}
+
+// ----- R11 ------------------------------------------------------------------------
+
+#[test]
+fn r11_hits_take_head_side() {
+    // Block 1. A caches run 1 (6 units) as e0 at t=0. B holds 3 units of run 1: it
+    // hits 1+0..1+2 from e0's head; e0 keeps 1+3..1+5 with its id and time.
+    let mut w = World::new(64, 1);
+    w.enqueue(1, hdr(6, &[(1, 6)]));
+    w.compute(1, 6);
+    w.release(1);
+    w.at(3.0);
+    w.enqueue(2, hdr(3, &[(1, 6)]));
+    assert_eq!(w.units(), (3, 3));
+    let e = w.pool.entries();
+    assert_eq!(e.len(), 1);
+    assert_eq!((e[0].id, e[0].last), (EntryId(0), 0.0));
+    assert_eq!(e[0].keys, keys(1, &[3, 4, 5]));
+}
+
+#[test]
+fn r11_what_remains_keeps_its_release_order() {
+    // cap 8, block 1. e0 = run 1 (4 units, t=0), e1 = run 2 (2 units, t=1). B hits 2
+    // units of e0's head (B = run 1, units 2). e0 keeps [1+2, 1+3] and stays the
+    // oldest: C (4 unrelated units) evicts e0's two blocks, then e1's tail.
+    let mut w = World::new(8, 1);
+    w.enqueue(1, hdr(4, &[(1, 4)]));
+    w.compute(1, 4);
+    w.release(1);
+    w.at(1.0);
+    w.enqueue(2, hdr(2, &[(2, 2)]));
+    w.compute(2, 2);
+    w.release(2);
+    w.enqueue(3, hdr(2, &[(1, 4)]));
+    assert_eq!(w.units(), (2, 4));
+    w.events();
+    w.enqueue(4, hdr(5, &[(4, 5)]));
+    assert_eq!(
+        w.evicted_keys(),
+        vec![(0, key(1, 3)), (0, key(1, 2)), (1, key(2, 1))]
+    );
+}
+
+// ----- R13 ------------------------------------------------------------------------
+
+#[test]
+fn r13_none_grow_waits_and_is_retried_in_failure_order_before_the_queue() {
+    // cap 6, block 1, preempt none. A, B, C hold 2 each. A then B grow by 1: both
+    // wait. D (1 unit) is enqueued: the settle retries A's grow first, it still does
+    // not fit, so nothing else happens (D waits too). C releases: A grows, B grows,
+    // then D finds the pool full (6) and waits.
+    let mut w = World::new(6, 1);
+    for id in 1..=3 {
+        w.enqueue(id, hdr(2, &[(id, 2)]));
+    }
+    assert_eq!(w.grow(1, 1), Grown::Waiting);
+    assert_eq!(w.grow(2, 1), Grown::Waiting);
+    w.enqueue(4, hdr(1, &[(4, 1)]));
+    assert_eq!(w.pool.queued(), 1);
+    w.events();
+    w.release(3);
+    assert_eq!(
+        w.events(),
+        vec![
+            Event::Release {
+                session: s(3),
+                cached: Units(0)
+            },
+            Event::Grow {
+                session: s(1),
+                by: Units(1)
+            },
+            Event::Grow {
+                session: s(2),
+                by: Units(1)
+            },
+        ]
+    );
+    assert_eq!(w.units(), (6, 0));
+    assert_eq!(w.pool.queued(), 1);
+    assert_eq!(w.pool.hold(s(1)).unwrap().units, Units(3));
+}
+
+#[test]
+fn r13_grow_evicts_cache_and_never_hits() {
+    // cap 4, block 1. e0 = run 1 (2 units). A holds 2 units of run 2 (4 long) and
+    // grows by 1: 2 + 2 + 1 > 4 → one eviction (e0's tail); a grow never hits.
+    let mut w = World::new(4, 1);
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.compute(1, 2);
+    w.release(1);
+    w.enqueue(2, hdr(2, &[(2, 4)]));
+    w.events();
+    assert_eq!(w.grow(2, 1), Grown::Grown);
+    assert_eq!(w.evicted_keys(), vec![(0, key(1, 1))]);
+    assert_eq!(w.units(), (3, 1));
+}
+
+#[test]
+fn r13_lifo_grower_can_be_its_own_victim() {
+    // cap 4, block 1, preempt lifo. A then B hold 2 each. B (the most recent) grows
+    // by 3: victim is B itself. Its 2 computed units are cached; it waits at the head.
+    // A is untouched.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(4)),
+        preempt: Preempt::Lifo,
+        ..PoolConfig::default()
+    });
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.enqueue(2, hdr(2, &[(2, 4)]));
+    w.compute(2, 2);
+    w.events();
+    assert_eq!(w.grow(2, 3), Grown::SelfPreempted);
+    assert_eq!(
+        w.events(),
+        vec![Event::Preempt {
+            session: s(2),
+            cached: Units(2)
+        }]
+    );
+    assert_eq!(w.units(), (2, 2));
+    assert!(w.pool.is_waiting(s(2)));
+    assert!(w.pool.hold(s(1)).is_some());
+    // B re-enters with the 2 units it held and hits them when A leaves.
+    w.release(1);
+    assert_eq!(w.admits(), vec![(2, 2)]);
+}
+
+#[test]
+fn r13_lifo_skips_holders_that_are_not_residents() {
+    // cap 6, block 1. A, B, C hold 2 each; C is not a resident of the stage. A grows
+    // by 1: victim B (most recently admitted resident), not C.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(6)),
+        preempt: Preempt::Lifo,
+        ..PoolConfig::default()
+    });
+    for id in 1..=3 {
+        w.enqueue(id, hdr(2, &[(id, 2)]));
+    }
+    w.env.non_residents.insert(s(3));
+    assert_eq!(w.grow(1, 1), Grown::Grown);
+    assert_eq!(w.pool.notices(), &[Notice::Preempted { session: s(2) }]);
+    assert!(w.pool.hold(s(3)).is_some());
+}
+
+#[test]
+fn r13_lifo_without_residents_waits() {
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(2)),
+        preempt: Preempt::Lifo,
+        ..PoolConfig::default()
+    });
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.env.non_residents.insert(s(1));
+    assert_eq!(w.grow(1, 1), Grown::Waiting);
+    assert_eq!(w.events().last(), Some(&Event::GrowWait { session: s(1) }));
+}
+
+// ----- R14 ------------------------------------------------------------------------
+
+#[test]
+fn r14_release_caches_full_computed_blocks() {
+    // Block 4, chain of 20 units, 18 held (5 blocks), 14 computed: blocks 0..2 are
+    // full and computed (12 units) → one entry; block 3 (12..16, computed only to 14)
+    // and block 4 (16..18) are freed.
+    let mut w = World::new(64, 4);
+    w.enqueue(1, hdr(18, &[(1, 20)]));
+    w.compute(1, 14);
+    assert_eq!(w.release(1), Units(12));
+    assert_eq!(w.units(), (0, 12));
+    assert_eq!(w.entry_keys(), vec![(0, keys(1, &[3, 7, 11]))]);
+}
+
+#[test]
+fn r14_uncomputed_units_are_freed() {
+    let mut w = World::new(64, 4);
+    w.enqueue(1, hdr(16, &[(1, 16)]));
+    assert_eq!(w.release(1), Units(0));
+    assert_eq!(w.units(), (0, 0));
+    assert!(w.pool.entries().is_empty());
+    // Freed blocks are unregistered: a later hold hits nothing.
+    w.events();
+    w.enqueue(2, hdr(16, &[(1, 16)]));
+    assert_eq!(w.admits(), vec![(2, 0)]);
+}
+
+#[test]
+fn r14_shared_blocks_stay_until_their_last_holder_releases() {
+    // Block 2. A holds run 1 (4 units); B shares A's 2 blocks and adds run 2 (2).
+    // B releases first (computed 6): its own block is cached (entry [2+1]); the two
+    // shared blocks stay allocated for A. A releases: they become A's entry.
+    let mut w = World::new(64, 2);
+    w.enqueue(1, hdr(4, &[(1, 4)]));
+    w.enqueue(2, hdr(6, &[(1, 4), (2, 2)]));
+    w.compute(1, 4);
+    w.compute(2, 6);
+    assert_eq!(w.release(2), Units(2));
+    assert_eq!(w.units(), (4, 2));
+    assert_eq!(w.release(1), Units(4));
+    assert_eq!(
+        w.entry_keys(),
+        vec![(0, vec![key(2, 1)]), (1, vec![key(1, 1), key(1, 3)])]
+    );
+}
+
+// ----- errors, the log, configuration ----------------------------------------------
+
+#[test]
+fn operations_refuse_bad_input_without_changing_anything() {
+    let mut w = World::new(8, 1);
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    let before = w.units();
+    let env = w.env.clone();
+    assert!(matches!(
+        w.pool.enqueue(0.0, s(1), hdr(1, &[(1, 1)])),
+        Err(poolrt::Error::AlreadyInPool(_))
+    ));
+    assert!(matches!(
+        w.pool.release(0.0, s(7), &env),
+        Err(poolrt::Error::NotHolding(_))
+    ));
+    assert!(matches!(
+        w.pool.set_computed(s(1), Units(3)),
+        Err(poolrt::Error::ComputedBeyondUnits { .. })
+    ));
+    assert!(matches!(
+        w.pool.grow(0.0, s(1), Units(u64::MAX), &env),
+        Err(poolrt::Error::Overflow(_))
+    ));
+    w.at(5.0).settle();
+    assert!(matches!(
+        w.pool.settle(4.0, &env),
+        Err(poolrt::Error::Time { .. })
+    ));
+    assert!(matches!(
+        w.pool.settle(f64::NAN, &env),
+        Err(poolrt::Error::Time { .. })
+    ));
+    assert_eq!(w.units(), before);
+    w.checked();
+}
+
+#[test]
+fn the_log_is_off_by_default() {
+    let mut p = Pool::new(PoolConfig::default()).unwrap();
+    p.enqueue(0.0, SessionId(1), hdr(1, &[(1, 1)])).unwrap();
+    p.settle(0.0, &TestEnv::default()).unwrap();
+    assert!(p.log().is_empty());
+    assert_eq!(p.allocated(), Units(1));
+}
+
+#[test]
+fn an_unbounded_pool_never_rejects_or_evicts() {
+    let mut w = World::with(PoolConfig::default());
+    w.enqueue(1, hdr(1 << 40, &[(1, 3)]));
+    w.compute(1, 3);
+    w.release(1);
+    assert_eq!(w.units(), (0, 3));
+    w.enqueue(2, hdr(1 << 50, &[(2, 1)]));
+    assert!(w.evicted_keys().is_empty());
+}
+
+#[test]
+fn layouts_are_validated() {
+    let bad = PoolConfig {
+        evict: EvictPolicy::By {
+            keys: e_priority_last(),
+            layout: poolrt::Layout {
+                row: vec![poolrt::Input::Computed, poolrt::Input::Last],
+                ctx: vec![],
+            },
+        },
+        ..PoolConfig::default()
+    };
+    assert!(matches!(
+        Pool::new(bad),
+        Err(poolrt::ConfigError::Input { .. })
+    ));
+    let short = PoolConfig {
+        queue: QueuePolicy::By {
+            keys: q_priority_serial(),
+            layout: poolrt::Layout {
+                row: vec![poolrt::Input::Attr(0)],
+                ctx: vec![],
+            },
+        },
+        ..PoolConfig::default()
+    };
+    assert!(matches!(
+        Pool::new(short),
+        Err(poolrt::ConfigError::Shape { .. })
+    ));
+    let zero = PoolConfig {
+        block: Units(0),
+        ..PoolConfig::default()
+    };
+    assert!(matches!(
+        Pool::new(zero),
+        Err(poolrt::ConfigError::ZeroBlock)
+    ));
+}
