@@ -1,6 +1,6 @@
 //! Repository hygiene that a reviewer would otherwise check by eye: every Rust file
-//! opens with a `//!` paragraph saying what it owns, and no test hides behind
-//! `#[ignore]` or `#[should_panic]`.
+//! opens with a `//!` paragraph saying what it owns, and no test is skipped or
+//! written to expect a panic (the two attributes for that are banned by STYLE.md).
 
 use std::path::{Path, PathBuf};
 

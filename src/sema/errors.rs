@@ -111,7 +111,11 @@ pub fn unknown_name(name: &str, span: Span, suggestion: Option<&str>) -> Diagnos
 pub fn not_a_value(name: &str, what: &str, span: Span) -> Diagnostic {
     Diagnostic::new("name", format!("`{name}` is {what}, not a value"))
         .primary(span, format!("`{name}` is {what}"))
-        .note(format!("a pool or stage can be an argument of a query, e.g. `free({name})` or `residents({name})`"))
+        .note(if what == "a stage" {
+            format!("a stage can be the argument of a query, e.g. `residents({name})`")
+        } else {
+            format!("a pool can be the argument of a query, e.g. `free({name})`")
+        })
 }
 
 pub fn member_outside_query(name: &str, span: Span) -> Diagnostic {
@@ -158,11 +162,8 @@ pub fn wrong_arity(name: &str, expected: &str, found: usize, span: Span) -> Diag
 }
 
 pub fn query_argument(query: &str, expected: &str, span: Span, found: &str) -> Diagnostic {
-    Diagnostic::new(
-        "E6",
-        format!("`{query}` takes {expected}, but this is {found}"),
-    )
-    .primary(span, format!("expected {expected}"))
+    Diagnostic::new("E6", format!("`{query}` takes {expected}, but {found}"))
+        .primary(span, format!("expected {expected}"))
 }
 
 pub fn index_out_of_range(name: &str, index: f64, count: u32, span: Span) -> Diagnostic {

@@ -225,7 +225,7 @@ impl<'a> Checker<'a> {
                     kind.name(),
                     expected,
                     arg.span,
-                    "an expression",
+                    "this is an expression",
                 ));
                 return None;
             }
@@ -262,7 +262,7 @@ impl<'a> Checker<'a> {
                     kind.name(),
                     expected,
                     id.span,
-                    "a link stage",
+                    &format!("`{}` is a link stage", id.name),
                 ));
                 return None;
             }
@@ -271,7 +271,7 @@ impl<'a> Checker<'a> {
                     kind.name(),
                     expected,
                     id.span,
-                    other.describe(),
+                    &format!("`{}` is {}", id.name, other.describe()),
                 ));
                 return None;
             }
