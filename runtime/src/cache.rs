@@ -4,8 +4,7 @@
 //! hit (R11). It counts allocated and cached blocks. It does not choose which entry to
 //! evict, decide fits or know about holds and queues: `pool.rs` does.
 
-use std::collections::{BTreeMap, HashMap};
-
+use crate::hash::FxMap;
 use crate::types::{BlockKey, EntryId, SessionId};
 
 /// "No block / no entry" in the intrusive links below.
@@ -51,23 +50,47 @@ pub(crate) struct Entry {
     pub blocks: u64,
     /// Snapshot slot of the session's attributes (pool.rs manages it), or NIL.
     pub snap: u32,
+    /// Neighbours in release order (entry slots).
+    older: u32,
+    newer: u32,
 }
 
 /// Blocks, identities and entries of one pool member.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Store {
     blocks: Vec<Block>,
     free_blocks: Vec<u32>,
     /// Key → the earliest registered copy still present (held or cached). Later
     /// copies hang off it through `next_dup`. Used for lookups only.
-    index: HashMap<BlockKey, u32>,
+    index: FxMap<BlockKey, u32>,
     entries: Vec<Option<Entry>>,
     free_entries: Vec<u32>,
-    /// Release order → entry slot, for every live entry: lru order and the tie rule.
-    order: BTreeMap<u64, u32>,
+    /// Live entries in release order (lru order and the tie rule), as a list
+    /// through `older`/`newer`: appending and unlinking allocate nothing.
+    oldest: u32,
+    newest: u32,
+    live_entries: usize,
     next_entry: u64,
     allocated: u64,
     cached: u64,
+}
+
+impl Default for Store {
+    fn default() -> Store {
+        Store {
+            blocks: Vec::new(),
+            free_blocks: Vec::new(),
+            index: FxMap::default(),
+            entries: Vec::new(),
+            free_entries: Vec::new(),
+            oldest: NIL,
+            newest: NIL,
+            live_entries: 0,
+            next_entry: 0,
+            allocated: 0,
+            cached: 0,
+        }
+    }
 }
 
 impl Store {
@@ -80,17 +103,26 @@ impl Store {
     }
 
     pub fn entry_count(&self) -> usize {
-        self.order.len()
+        self.live_entries
     }
 
+    /// Live entry slots in release order.
     pub fn entry_slots(&self) -> impl Iterator<Item = u32> + '_ {
-        self.order.values().copied()
+        let mut at = self.oldest;
+        std::iter::from_fn(move || {
+            if at == NIL {
+                return None;
+            }
+            let slot = at;
+            at = self.entry(slot).newer;
+            Some(slot)
+        })
     }
 
     /// The live entry with the least release order (lru: release time is
     /// non-decreasing because the pool refuses time running backwards).
     pub fn oldest_entry(&self) -> Option<u32> {
-        self.order.values().next().copied()
+        (self.oldest != NIL).then_some(self.oldest)
     }
 
     /// Slots are reused, so a vector indexed by slot must be this long.
@@ -251,6 +283,8 @@ impl Store {
             tail: NIL,
             blocks: 0,
             snap,
+            older: self.newest,
+            newer: NIL,
         };
         let slot = match self.free_entries.pop() {
             Some(s) => {
@@ -262,7 +296,13 @@ impl Store {
                 u32::try_from(self.entries.len() - 1).expect("more than 2^32 entries")
             }
         };
-        self.order.insert(id.0, slot);
+        if self.newest == NIL {
+            self.oldest = slot;
+        } else {
+            self.entry_mut(self.newest).newer = slot;
+        }
+        self.newest = slot;
+        self.live_entries += 1;
         slot
     }
 
@@ -331,8 +371,18 @@ impl Store {
         if e.blocks > 0 {
             return None;
         }
-        let id = e.id;
-        self.order.remove(&id.0);
+        let (older, newer) = (e.older, e.newer);
+        if older == NIL {
+            self.oldest = newer;
+        } else {
+            self.entry_mut(older).newer = newer;
+        }
+        if newer == NIL {
+            self.newest = older;
+        } else {
+            self.entry_mut(newer).older = older;
+        }
+        self.live_entries -= 1;
         self.free_entries.push(slot);
         self.entries[slot as usize].take()
     }
@@ -387,11 +437,15 @@ impl Store {
             ));
         }
         let mut in_entries = 0;
-        for (&order, &slot) in &self.order {
+        let mut previous: Option<u64> = None;
+        let mut listed = 0;
+        for slot in self.entry_slots() {
             let e = self.entry(slot);
-            if e.id.0 != order {
-                return Err(format!("entry slot {slot} filed under the wrong order"));
+            if previous.is_some_and(|p| p >= e.id.0) {
+                return Err(format!("entry {} listed out of release order", e.id));
             }
+            previous = Some(e.id.0);
+            listed += 1;
             let blocks = self.entry_blocks(slot);
             if blocks.len() as u64 != e.blocks || blocks.is_empty() {
                 return Err(format!("entry {} has a wrong or zero block count", e.id));
@@ -403,6 +457,10 @@ impl Store {
                 return Err(format!("entry {} links a block of another entry", e.id));
             }
             in_entries += blocks.len() as u64;
+        }
+        if listed != self.live_entries || self.entries.iter().flatten().count() != self.live_entries
+        {
+            return Err("the release-order list misses live entries".into());
         }
         if in_entries != cached {
             return Err(format!(

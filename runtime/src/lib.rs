@@ -14,6 +14,7 @@ pub mod config;
 pub mod env;
 pub mod error;
 pub mod event;
+mod hash;
 pub mod policy;
 pub mod pool;
 mod queue;

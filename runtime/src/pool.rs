@@ -10,7 +10,7 @@
 //! here are lookups only), and must not panic on input: only on broken invariants or
 //! a host breaking the [`Env`] contract, with a message.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use crate::cache::{Entry, NIL, Store};
 use crate::config::{
@@ -20,6 +20,7 @@ use crate::config::{
 use crate::env::Env;
 use crate::error::Error;
 use crate::event::{Event, Notice, Record};
+use crate::hash::{FxMap, FxSet};
 use crate::policy::KeyList;
 use crate::queue::{Pick, Queue, Waiting};
 use crate::types::{BlockKey, EntryId, Header, Limit, SessionId, Units};
@@ -83,7 +84,9 @@ struct Holder {
     /// Leading blocks already considered for registration (registered, or beyond
     /// the chain).
     keyed: u64,
-    admission: u64,
+    /// Neighbours in admission order (holder slots), for LIFO victims.
+    earlier: u32,
+    later: u32,
     pending_grow: Option<u64>,
 }
 
@@ -102,7 +105,7 @@ struct Snapshots {
     values: Vec<f64>,
     refs: Vec<u32>,
     free: Vec<u32>,
-    of: HashMap<SessionId, u32>,
+    of: FxMap<SessionId, u32>,
 }
 
 impl Snapshots {
@@ -236,12 +239,13 @@ pub struct Pool {
     store: Store,
     holders: Vec<Option<Holder>>,
     free_holders: Vec<u32>,
-    holder_of: HashMap<SessionId, u32>,
-    /// Admission order → holder slot (LIFO victims are taken from the back).
-    by_admission: BTreeMap<u64, u32>,
-    next_admission: u64,
+    holder_of: FxMap<SessionId, u32>,
+    /// Holders in admission order as a list through `earlier`/`later` (LIFO victims
+    /// are taken from the latest end); linking allocates nothing.
+    first_admitted: u32,
+    last_admitted: u32,
     queue: Queue,
-    waiting: HashSet<SessionId>,
+    waiting: FxSet<SessionId>,
     /// Holders whose grow waits, in the order the grows failed.
     pending: VecDeque<SessionId>,
     now: f64,
@@ -282,11 +286,11 @@ impl Pool {
             store: Store::default(),
             holders: Vec::new(),
             free_holders: Vec::new(),
-            holder_of: HashMap::new(),
-            by_admission: BTreeMap::new(),
-            next_admission: 0,
+            holder_of: FxMap::default(),
+            first_admitted: NIL,
+            last_admitted: NIL,
             queue: Queue::default(),
-            waiting: HashSet::new(),
+            waiting: FxSet::default(),
             pending: VecDeque::new(),
             now: f64::NEG_INFINITY,
             scratch: Scratch::default(),
@@ -424,7 +428,13 @@ impl Pool {
                 return Err(format!("{} computed beyond its units", h.session));
             }
         }
-        if self.holder_of.len() != self.by_admission.len() {
+        let mut listed = 0;
+        let mut at = self.first_admitted;
+        while at != NIL {
+            listed += 1;
+            at = self.holder(at).later;
+        }
+        if self.holder_of.len() != listed {
             return Err("holder map and admission order disagree".into());
         }
         if self.waiting.len() != self.queue.len() {
@@ -597,12 +607,7 @@ impl Pool {
             }
             let victim = match self.preempt {
                 Preempt::None => None,
-                Preempt::Lifo => self
-                    .by_admission
-                    .values()
-                    .rev()
-                    .map(|&s| self.holder(s).session)
-                    .find(|&s| env.is_resident(s)),
+                Preempt::Lifo => self.latest_resident(env),
             };
             let Some(victim) = victim else {
                 self.holder_mut(slot).pending_grow = Some(by.0);
@@ -690,8 +695,6 @@ impl Pool {
             blocks.push(self.store.alloc());
         }
         self.store.alloc_anonymous(total - physical);
-        let admission = self.next_admission;
-        self.next_admission += 1;
         let mut h = Holder {
             session: w.session,
             units: w.header.units.0,
@@ -700,7 +703,8 @@ impl Pool {
             blocks,
             anonymous: total - physical,
             keyed: hit,
-            admission,
+            earlier: self.last_admitted,
+            later: NIL,
             pending_grow: None,
         };
         register_new(&mut self.store, &mut h, block);
@@ -716,7 +720,12 @@ impl Pool {
             }
         };
         self.holder_of.insert(session, slot);
-        self.by_admission.insert(admission, slot);
+        if self.last_admitted == NIL {
+            self.first_admitted = slot;
+        } else {
+            self.holder_mut(self.last_admitted).later = slot;
+        }
+        self.last_admitted = slot;
         let hit = Units(hit * block);
         self.record(Event::Admit {
             session,
@@ -848,6 +857,19 @@ impl Pool {
         }
     }
 
+    /// R13 `preempt lifo`: the most recently admitted holder that is a resident.
+    fn latest_resident<E: Env + ?Sized>(&self, env: &E) -> Option<SessionId> {
+        let mut at = self.last_admitted;
+        while at != NIL {
+            let h = self.holder(at);
+            if env.is_resident(h.session) {
+                return Some(h.session);
+            }
+            at = h.earlier;
+        }
+        None
+    }
+
     /// Takes a holder out of every holder structure.
     fn remove_holder(&mut self, session: SessionId) -> Holder {
         let slot = self
@@ -858,7 +880,16 @@ impl Pool {
             .take()
             .expect("holder slot in use");
         self.free_holders.push(slot);
-        self.by_admission.remove(&h.admission);
+        if h.earlier == NIL {
+            self.first_admitted = h.later;
+        } else {
+            self.holder_mut(h.earlier).later = h.later;
+        }
+        if h.later == NIL {
+            self.last_admitted = h.earlier;
+        } else {
+            self.holder_mut(h.later).earlier = h.earlier;
+        }
         if h.pending_grow.is_some() {
             self.pending.retain(|&s| s != session);
         }
@@ -902,12 +933,13 @@ impl Pool {
     /// R13 preemption: release with the computed prefix cached, then wait at the
     /// head of the queue with the units it held (`waited` restarts now).
     fn preempt_holder<E: Env + ?Sized>(&mut self, session: SessionId, env: &E) {
-        let h = self.remove_holder(session);
+        let mut h = self.remove_holder(session);
         let units = Units(h.units);
+        // Releasing needs no chain, so the hold moves its chain back to the queue.
         let header = Header {
             units,
             reserve: h.header.reserve.max(units),
-            chain: h.header.chain.clone(),
+            chain: std::mem::take(&mut h.header.chain),
             max_hit: h.header.max_hit,
         };
         let cached = self.release_blocks(h, env);

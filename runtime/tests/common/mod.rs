@@ -220,6 +220,7 @@ key_list!(q_nan_last, row = 1, ctx = 0, [row0_nan_at_1]);
 // Evict key lists.
 key_list!(e_priority_last, row = 2, ctx = 0, [row0, row1]);
 key_list!(e_waiting_size, row = 2, ctx = 0, [row0, neg_row1]);
+key_list!(e_most_waited, row = 2, ctx = 0, [neg_row0, row1]);
 key_list!(e_mru, row = 1, ctx = 1, [since_row0]);
 key_list!(e_all_nan, row = 0, ctx = 0, [nan_key]);
 
@@ -303,6 +304,18 @@ pub fn evict_by_waiting() -> EvictPolicy {
         keys: e_waiting_size(),
         layout: Layout {
             row: vec![Input::Waiting, Input::Size],
+            ctx: vec![],
+        },
+    }
+}
+
+/// `evict by (-waiting, last)`: the entry most waiting holds would hit goes first
+/// (a perverse policy, but one that makes `waiting` decide every eviction).
+pub fn evict_most_waited() -> EvictPolicy {
+    EvictPolicy::By {
+        keys: e_most_waited(),
+        layout: Layout {
+            row: vec![Input::Waiting, Input::Last],
             ctx: vec![],
         },
     }

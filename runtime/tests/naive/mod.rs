@@ -1,0 +1,829 @@
+//! A deliberately naive reference model of one pool member, written from
+//! LANGUAGE.md §3 and the procedures of docs/RUNTIME.md, not from the engine: plain
+//! vectors, linear scans, every count recomputed from scratch, blocks never reused,
+//! keys compared one by one through `KeyList::key` with its own E5 order. It must stay
+//! obviously correct; it is allowed to be slow. It shares only the public value types
+//! (sessions, units, keys, events) with the engine.
+
+#![allow(dead_code)]
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use poolrt::policy::KeyList;
+use poolrt::{
+    BlockKey, Enqueued, EntryId, Env, Error, Event, Grown, Input, Layout, Notice, PoolRef, Query,
+    QueryKind, Record, RunId, SessionId, Target, Units,
+};
+
+/// What the model is configured with (a mirror of `PoolConfig`).
+#[derive(Clone, Debug)]
+pub struct NaiveConfig {
+    pub me: PoolRef,
+    /// `None`: `cap inf`.
+    pub cap: Option<u64>,
+    pub block: u64,
+    pub queue: Option<(KeyList, Layout)>,
+    pub evict: Option<(KeyList, Layout)>,
+    pub lifo: bool,
+}
+
+/// A hold as enqueued: header values and content runs `(id, len)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NHold {
+    pub units: u64,
+    pub reserve: u64,
+    pub runs: Vec<(u64, u64)>,
+    pub max_hit: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+struct NBlock {
+    /// Registered key, if any.
+    key: Option<BlockKey>,
+    /// Registration number (smaller = registered earlier).
+    reg: u64,
+    holders: u32,
+    /// The id of the entry that caches it.
+    entry: Option<u64>,
+    /// False once freed or evicted; blocks are never reused.
+    alive: bool,
+}
+
+#[derive(Clone, Debug)]
+struct NEntry {
+    id: u64,
+    session: SessionId,
+    last: f64,
+    /// Chain order: the head first, the tail last.
+    blocks: Vec<usize>,
+}
+
+#[derive(Clone, Debug)]
+struct NHolder {
+    session: SessionId,
+    hold: NHold,
+    units: u64,
+    computed: u64,
+    blocks: Vec<usize>,
+    pending: Option<u64>,
+}
+
+#[derive(Clone, Debug)]
+struct NWait {
+    session: SessionId,
+    hold: NHold,
+    enqueued: f64,
+}
+
+pub struct Naive {
+    cfg: NaiveConfig,
+    blocks: Vec<NBlock>,
+    /// In release order.
+    entries: Vec<NEntry>,
+    /// In admission order.
+    holders: Vec<NHolder>,
+    /// In enqueue order.
+    queue: Vec<NWait>,
+    /// Index 0 is the head: the most recently preempted.
+    preempted: Vec<NWait>,
+    /// Sessions whose grow waits, in failure order.
+    pending: Vec<SessionId>,
+    /// Every session's attributes at its latest release here.
+    snapshots: BTreeMap<SessionId, Vec<f64>>,
+    next_reg: u64,
+    next_entry: u64,
+    now: f64,
+    pub notices: Vec<Notice>,
+    pub log: Vec<Record>,
+}
+
+/// E5 order of one key, written out: NaN after every number and equal to NaN;
+/// numbers by value (so −0 equals +0).
+fn e5(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) if a < b => Ordering::Less,
+        (false, false) if a > b => Ordering::Greater,
+        (false, false) => Ordering::Equal,
+    }
+}
+
+/// The index of the least row by the key list (lexicographic, E5), the first among
+/// equals.
+fn least(keys: &KeyList, rows: &[Vec<f64>], ctx: &[f64]) -> usize {
+    let values: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|row| (0..keys.len()).map(|k| keys.key(k, row, ctx)).collect())
+        .collect();
+    let mut best = 0;
+    for i in 1..values.len() {
+        let mut order = Ordering::Equal;
+        for (x, y) in values[i].iter().zip(&values[best]) {
+            order = e5(*x, *y);
+            if order != Ordering::Equal {
+                break;
+            }
+        }
+        if order == Ordering::Less {
+            best = i;
+        }
+    }
+    best
+}
+
+fn total_len(runs: &[(u64, u64)]) -> u64 {
+    runs.iter().map(|r| r.1).sum()
+}
+
+/// R2: the key of block `k`, the identity of its last unit, if the block is full
+/// and inside the chain.
+fn key_of(runs: &[(u64, u64)], k: u64, block: u64) -> Option<BlockKey> {
+    let last = (k + 1) * block - 1;
+    let mut start = 0;
+    for &(id, len) in runs {
+        if last < start + len {
+            return Some(BlockKey {
+                run: RunId(id),
+                offset: last - start,
+            });
+        }
+        start += len;
+    }
+    None
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    a.div_ceil(b)
+}
+
+impl Naive {
+    pub fn new(cfg: NaiveConfig) -> Naive {
+        Naive {
+            cfg,
+            blocks: Vec::new(),
+            entries: Vec::new(),
+            holders: Vec::new(),
+            queue: Vec::new(),
+            preempted: Vec::new(),
+            pending: Vec::new(),
+            snapshots: BTreeMap::new(),
+            next_reg: 0,
+            next_entry: 0,
+            now: f64::NEG_INFINITY,
+            notices: Vec::new(),
+            log: Vec::new(),
+        }
+    }
+
+    // ----- counts, recomputed every time ---------------------------------------------
+
+    fn allocated_blocks(&self) -> u64 {
+        self.blocks
+            .iter()
+            .filter(|b| b.alive && b.holders > 0)
+            .count() as u64
+    }
+
+    fn cached_blocks(&self) -> u64 {
+        self.entries.iter().map(|e| e.blocks.len() as u64).sum()
+    }
+
+    pub fn allocated(&self) -> Units {
+        Units(self.allocated_blocks() * self.cfg.block)
+    }
+
+    pub fn cached(&self) -> Units {
+        Units(self.cached_blocks() * self.cfg.block)
+    }
+
+    pub fn queued(&self) -> usize {
+        self.queue.len() + self.preempted.len()
+    }
+
+    /// R6 in units: does `allocated + extra` (blocks) fit the cap?
+    fn fits(&self, extra_blocks: u64) -> bool {
+        match self.cfg.cap {
+            None => true,
+            Some(cap) => {
+                (self.allocated_blocks() as u128 + extra_blocks as u128) * self.cfg.block as u128
+                    <= cap as u128
+            }
+        }
+    }
+
+    /// Whether `new` more blocks fit beside everything allocated and cached.
+    fn room_for(&self, new_blocks: u64) -> bool {
+        match self.cfg.cap {
+            None => true,
+            Some(cap) => {
+                (self.allocated_blocks() + self.cached_blocks() + new_blocks) as u128
+                    * self.cfg.block as u128
+                    <= cap as u128
+            }
+        }
+    }
+
+    /// R1, checked by the model itself.
+    pub fn check_r1(&self) -> Result<(), String> {
+        if let Some(cap) = self.cfg.cap {
+            let used = (self.allocated_blocks() + self.cached_blocks()) * self.cfg.block;
+            if used > cap {
+                return Err(format!("naive: R1 broken, {used} > {cap}"));
+            }
+        }
+        Ok(())
+    }
+
+    fn push_log(&mut self, event: Event) {
+        let record = Record {
+            event,
+            allocated: self.allocated(),
+            cached: self.cached(),
+            queued: self.queued(),
+        };
+        self.log.push(record);
+    }
+
+    fn check_time(&self, now: f64) -> Result<(), Error> {
+        if now.is_finite() && now >= self.now {
+            Ok(())
+        } else {
+            Err(Error::Time {
+                now,
+                last: self.now,
+            })
+        }
+    }
+
+    fn is_in_pool(&self, s: SessionId) -> bool {
+        self.holders.iter().any(|h| h.session == s)
+            || self.queue.iter().any(|w| w.session == s)
+            || self.preempted.iter().any(|w| w.session == s)
+    }
+
+    // ----- hits ----------------------------------------------------------------------
+
+    /// R4/R7: the blocks a hold would hit now.
+    fn hit(&self, hold: &NHold) -> Vec<usize> {
+        let b = self.cfg.block;
+        let mut limit = hold.units.min(total_len(&hold.runs));
+        if let Some(m) = hold.max_hit {
+            limit = limit.min(m);
+        }
+        let mut out = Vec::new();
+        for k in 0..limit / b {
+            let key = key_of(&hold.runs, k, b).expect("within the chain");
+            let copy = (0..self.blocks.len())
+                .filter(|&i| self.blocks[i].alive && self.blocks[i].key == Some(key))
+                .min_by_key(|&i| self.blocks[i].reg);
+            match copy {
+                Some(i) => out.push(i),
+                None => break,
+            }
+        }
+        out
+    }
+
+    fn register_all(&mut self, holder: usize) {
+        let b = self.cfg.block;
+        let h = &self.holders[holder];
+        let upto = h.units.min(total_len(&h.hold.runs)) / b;
+        let list: Vec<(usize, BlockKey)> = (0..upto)
+            .map(|k| {
+                (
+                    h.blocks[k as usize],
+                    key_of(&h.hold.runs, k, b).expect("within the chain"),
+                )
+            })
+            .collect();
+        for (block, key) in list {
+            if self.blocks[block].key.is_none() {
+                self.blocks[block].key = Some(key);
+                self.blocks[block].reg = self.next_reg;
+                self.next_reg += 1;
+            }
+        }
+    }
+
+    fn new_block(&mut self) -> usize {
+        self.blocks.push(NBlock {
+            key: None,
+            reg: u64::MAX,
+            holders: 1,
+            entry: None,
+            alive: true,
+        });
+        self.blocks.len() - 1
+    }
+
+    fn kill(&mut self, block: usize) {
+        let b = &mut self.blocks[block];
+        b.alive = false;
+        b.key = None;
+        b.holders = 0;
+        b.entry = None;
+    }
+
+    // ----- eviction ------------------------------------------------------------------
+
+    fn attrs_for_entry<E: Env>(&self, env: &E, e: &NEntry) -> Vec<f64> {
+        match env.attrs(e.session) {
+            Some(a) => a.to_vec(),
+            None => self.snapshots.get(&e.session).cloned().unwrap_or_default(),
+        }
+    }
+
+    fn waiting_on(&self, e: &NEntry) -> f64 {
+        let all: Vec<&NWait> = self.preempted.iter().chain(self.queue.iter()).collect();
+        all.iter()
+            .filter(|w| self.hit(&w.hold).iter().any(|b| e.blocks.contains(b)))
+            .count() as f64
+    }
+
+    fn evict_moment<E: Env>(&mut self, env: &E) {
+        assert!(!self.entries.is_empty(), "naive: nothing to evict");
+        let chosen = match &self.cfg.evict {
+            None => {
+                let mut best = 0;
+                for i in 1..self.entries.len() {
+                    let (a, b) = (&self.entries[i], &self.entries[best]);
+                    if a.last < b.last || (a.last == b.last && a.id < b.id) {
+                        best = i;
+                    }
+                }
+                best
+            }
+            Some((keys, layout)) => {
+                let rows: Vec<Vec<f64>> = self
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        let attrs = self.attrs_for_entry(env, e);
+                        layout
+                            .row
+                            .iter()
+                            .map(|input| match *input {
+                                Input::Attr(a) => attrs[a as usize],
+                                Input::Size => (e.blocks.len() as u64 * self.cfg.block) as f64,
+                                Input::Last => e.last,
+                                Input::Waiting => self.waiting_on(e),
+                                _ => panic!("naive: bad entry row input"),
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let ctx: Vec<f64> = layout
+                    .ctx
+                    .iter()
+                    .map(|input| match *input {
+                        Input::Now => self.now,
+                        Input::SpillUnits => self.cfg.block as f64,
+                        _ => panic!("naive: bad entry ctx input"),
+                    })
+                    .collect();
+                least(keys, &rows, &ctx)
+            }
+        };
+        let entry = &mut self.entries[chosen];
+        let tail = entry.blocks.pop().expect("entries are never empty");
+        let (id, session) = (entry.id, entry.session);
+        if entry.blocks.is_empty() {
+            self.entries.remove(chosen);
+        }
+        let key = self.blocks[tail].key.expect("cached blocks have keys");
+        self.kill(tail);
+        self.push_log(Event::Evict {
+            entry: EntryId(id),
+            session,
+            key,
+            units: Units(self.cfg.block),
+        });
+    }
+
+    fn make_room<E: Env>(&mut self, new_blocks: u64, env: &E) {
+        while !self.room_for(new_blocks) {
+            self.evict_moment(env);
+        }
+    }
+
+    // ----- the queue -----------------------------------------------------------------
+
+    fn own_query(&self, kind: QueryKind) -> f64 {
+        let b = self.cfg.block as f64;
+        let cap = self.cfg.cap.map_or(f64::INFINITY, |c| c as f64);
+        match kind {
+            QueryKind::Free => {
+                cap - self.allocated_blocks() as f64 * b - self.cached_blocks() as f64 * b
+            }
+            QueryKind::Used => self.allocated_blocks() as f64 * b,
+            QueryKind::Cached => self.cached_blocks() as f64 * b,
+            QueryKind::Cap => cap,
+            QueryKind::Queued => self.queued() as f64,
+            QueryKind::BudgetLeft => f64::INFINITY,
+            QueryKind::Residents => 0.0,
+        }
+    }
+
+    /// R8: `Some(true, 0)` = head of the preempted; `Some(false, i)` = queue index.
+    fn select<E: Env>(&self, env: &E) -> Option<(bool, usize)> {
+        if !self.preempted.is_empty() {
+            return Some((true, 0));
+        }
+        if self.queue.is_empty() {
+            return None;
+        }
+        let Some((keys, layout)) = &self.cfg.queue else {
+            return Some((false, 0));
+        };
+        let rows: Vec<Vec<f64>> = self
+            .queue
+            .iter()
+            .map(|w| {
+                layout
+                    .row
+                    .iter()
+                    .map(|input| match *input {
+                        Input::Attr(a) => {
+                            env.attrs(w.session).expect("waiting sessions live")[a as usize]
+                        }
+                        Input::Units => w.hold.units as f64,
+                        Input::Reserve => w.hold.reserve as f64,
+                        Input::Computed => (self.hit(&w.hold).len() as u64 * self.cfg.block) as f64,
+                        Input::Enqueued => w.enqueued,
+                        _ => panic!("naive: bad queue row input"),
+                    })
+                    .collect()
+            })
+            .collect();
+        let ctx: Vec<f64> = layout
+            .ctx
+            .iter()
+            .map(|input| match *input {
+                Input::Now => self.now,
+                Input::Query(Query { kind, target }) if target == Target::Pool(self.cfg.me) => {
+                    self.own_query(kind)
+                }
+                Input::Query(q) => env.query(q),
+                _ => panic!("naive: bad queue ctx input"),
+            })
+            .collect();
+        Some((false, least(keys, &rows, &ctx)))
+    }
+
+    /// One admission attempt; true when a hold was admitted.
+    fn attempt<E: Env>(&mut self, env: &E) -> bool {
+        let Some((pre, i)) = self.select(env) else {
+            return false;
+        };
+        let w = if pre {
+            self.preempted[i].clone()
+        } else {
+            self.queue[i].clone()
+        };
+        let b = self.cfg.block;
+        let hits = self.hit(&w.hold);
+        let shared = hits.iter().filter(|&&x| self.blocks[x].holders > 0).count() as u64;
+        let need = ceil_div(w.hold.units.max(w.hold.reserve), b) - shared;
+        if !self.fits(need) {
+            return false;
+        }
+        if pre {
+            self.preempted.remove(i);
+        } else {
+            self.queue.remove(i);
+        }
+        for &x in &hits {
+            if self.blocks[x].holders > 0 {
+                self.blocks[x].holders += 1;
+            } else {
+                let id = self.blocks[x]
+                    .entry
+                    .expect("an unheld live block is cached");
+                let at = self.entries.iter().position(|e| e.id == id).expect("entry");
+                self.entries[at].blocks.retain(|&y| y != x);
+                if self.entries[at].blocks.is_empty() {
+                    self.entries.remove(at);
+                }
+                self.blocks[x].entry = None;
+                self.blocks[x].holders = 1;
+            }
+        }
+        let total = ceil_div(w.hold.units, b);
+        let new = total - hits.len() as u64;
+        self.make_room(new, env);
+        let mut blocks = hits.clone();
+        for _ in 0..new {
+            blocks.push(self.new_block());
+        }
+        self.holders.push(NHolder {
+            session: w.session,
+            units: w.hold.units,
+            computed: hits.len() as u64 * b,
+            hold: w.hold,
+            blocks,
+            pending: None,
+        });
+        let at = self.holders.len() - 1;
+        self.register_all(at);
+        let (hit, units) = (Units(hits.len() as u64 * b), Units(self.holders[at].units));
+        self.push_log(Event::Admit {
+            session: w.session,
+            hit,
+            units,
+        });
+        self.notices.push(Notice::Admitted {
+            session: w.session,
+            hit,
+            units,
+        });
+        true
+    }
+
+    // ----- release and preemption ----------------------------------------------------
+
+    fn release_holder<E: Env>(&mut self, at: usize, env: &E) -> Units {
+        let h = self.holders.remove(at);
+        self.pending.retain(|&s| s != h.session);
+        let b = self.cfg.block;
+        let mut cached = Vec::new();
+        for (k, &x) in h.blocks.iter().enumerate() {
+            self.blocks[x].holders -= 1;
+            if self.blocks[x].holders > 0 {
+                continue;
+            }
+            if (k as u64 + 1) * b <= h.computed && self.blocks[x].key.is_some() {
+                cached.push(x);
+            } else {
+                self.kill(x);
+            }
+        }
+        let units = Units(cached.len() as u64 * b);
+        if !cached.is_empty() {
+            let id = self.next_entry;
+            self.next_entry += 1;
+            for &x in &cached {
+                self.blocks[x].entry = Some(id);
+            }
+            self.entries.push(NEntry {
+                id,
+                session: h.session,
+                last: self.now,
+                blocks: cached,
+            });
+        }
+        let attrs = env
+            .attrs(h.session)
+            .expect("a releasing session lives")
+            .to_vec();
+        self.snapshots.insert(h.session, attrs);
+        units
+    }
+
+    fn preempt<E: Env>(&mut self, session: SessionId, env: &E) {
+        let at = self
+            .holders
+            .iter()
+            .position(|h| h.session == session)
+            .expect("victim holds");
+        let h = self.holders[at].clone();
+        let cached = self.release_holder(at, env);
+        self.preempted.insert(
+            0,
+            NWait {
+                session,
+                hold: NHold {
+                    units: h.units,
+                    reserve: h.hold.reserve.max(h.units),
+                    runs: h.hold.runs.clone(),
+                    max_hit: h.hold.max_hit,
+                },
+                enqueued: self.now,
+            },
+        );
+        self.push_log(Event::Preempt { session, cached });
+        self.notices.push(Notice::Preempted { session });
+    }
+
+    fn apply_grow<E: Env>(&mut self, at: usize, by: u64, env: &E) {
+        let b = self.cfg.block;
+        let units = self.holders[at].units + by;
+        let extra = ceil_div(units, b) - self.holders[at].blocks.len() as u64;
+        self.make_room(extra, env);
+        for _ in 0..extra {
+            let x = self.new_block();
+            self.holders[at].blocks.push(x);
+        }
+        self.holders[at].units = units;
+        self.register_all(at);
+    }
+
+    // ----- operations ----------------------------------------------------------------
+
+    pub fn enqueue(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        hold: NHold,
+    ) -> Result<Enqueued, Error> {
+        self.check_time(now)?;
+        if self.is_in_pool(session) {
+            return Err(Error::AlreadyInPool(session));
+        }
+        self.now = now;
+        self.notices.clear();
+        if let Some(cap) = self.cfg.cap {
+            let b = self.cfg.block as u128;
+            let rounded = (hold.units.max(hold.reserve) as u128).div_ceil(b) * b;
+            if rounded > cap as u128 {
+                self.push_log(Event::Reject { session });
+                return Ok(Enqueued::Rejected);
+            }
+        }
+        self.queue.push(NWait {
+            session,
+            hold,
+            enqueued: now,
+        });
+        self.push_log(Event::Enqueue { session });
+        Ok(Enqueued::Queued)
+    }
+
+    pub fn settle<E: Env>(&mut self, now: f64, env: &E) -> Result<(), Error> {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        while let Some(&session) = self.pending.first() {
+            let at = self
+                .holders
+                .iter()
+                .position(|h| h.session == session)
+                .expect("pending holder");
+            let by = self.holders[at].pending.expect("pending grow");
+            let extra = ceil_div(self.holders[at].units + by, self.cfg.block)
+                - self.holders[at].blocks.len() as u64;
+            if !self.fits(extra) {
+                return Ok(());
+            }
+            self.pending.remove(0);
+            self.holders[at].pending = None;
+            self.apply_grow(at, by, env);
+            self.push_log(Event::Grow {
+                session,
+                by: Units(by),
+            });
+            self.notices.push(Notice::Grown {
+                session,
+                by: Units(by),
+            });
+        }
+        while self.attempt(env) {}
+        Ok(())
+    }
+
+    pub fn set_computed(&mut self, session: SessionId, computed: Units) -> Result<(), Error> {
+        let h = self
+            .holders
+            .iter_mut()
+            .find(|h| h.session == session)
+            .ok_or(Error::NotHolding(session))?;
+        if computed.0 > h.units {
+            return Err(Error::ComputedBeyondUnits {
+                session,
+                computed,
+                units: Units(h.units),
+            });
+        }
+        h.computed = computed.0;
+        Ok(())
+    }
+
+    pub fn grow<E: Env>(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        by: Units,
+        env: &E,
+    ) -> Result<Grown, Error> {
+        self.check_time(now)?;
+        let at = self
+            .holders
+            .iter()
+            .position(|h| h.session == session)
+            .ok_or(Error::NotHolding(session))?;
+        if self.holders[at].pending.is_some() {
+            return Err(Error::GrowPending(session));
+        }
+        self.holders[at]
+            .units
+            .checked_add(by.0)
+            .ok_or(Error::Overflow(session))?;
+        self.now = now;
+        self.notices.clear();
+        loop {
+            let at = self
+                .holders
+                .iter()
+                .position(|h| h.session == session)
+                .expect("the grower still holds");
+            let extra = ceil_div(self.holders[at].units + by.0, self.cfg.block)
+                - self.holders[at].blocks.len() as u64;
+            if self.fits(extra) {
+                self.apply_grow(at, by.0, env);
+                self.push_log(Event::Grow { session, by });
+                return Ok(Grown::Grown);
+            }
+            let victim = if self.cfg.lifo {
+                self.holders
+                    .iter()
+                    .rev()
+                    .map(|h| h.session)
+                    .find(|&s| env.is_resident(s))
+            } else {
+                None
+            };
+            match victim {
+                None => {
+                    self.holders[at].pending = Some(by.0);
+                    self.pending.push(session);
+                    self.push_log(Event::GrowWait { session });
+                    return Ok(Grown::Waiting);
+                }
+                Some(v) => {
+                    self.preempt(v, env);
+                    if v == session {
+                        return Ok(Grown::SelfPreempted);
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn release<E: Env>(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        env: &E,
+    ) -> Result<Units, Error> {
+        self.check_time(now)?;
+        let at = self
+            .holders
+            .iter()
+            .position(|h| h.session == session)
+            .ok_or(Error::NotHolding(session))?;
+        self.now = now;
+        self.notices.clear();
+        let cached = self.release_holder(at, env);
+        self.push_log(Event::Release { session, cached });
+        Ok(cached)
+    }
+
+    // ----- views for the comparison --------------------------------------------------
+
+    /// Entries in release order: (id, session, last, keys head first).
+    pub fn entries(&self) -> Vec<(u64, SessionId, f64, Vec<BlockKey>)> {
+        self.entries
+            .iter()
+            .map(|e| {
+                (
+                    e.id,
+                    e.session,
+                    e.last,
+                    e.blocks
+                        .iter()
+                        .map(|&x| self.blocks[x].key.expect("cached blocks have keys"))
+                        .collect(),
+                )
+            })
+            .collect()
+    }
+
+    /// Holders sorted by session: (session, units, computed, pending grow).
+    pub fn holders(&self) -> Vec<(SessionId, u64, u64, Option<u64>)> {
+        let mut v: Vec<_> = self
+            .holders
+            .iter()
+            .map(|h| (h.session, h.units, h.computed, h.pending))
+            .collect();
+        v.sort_by_key(|h| h.0);
+        v
+    }
+
+    /// Waiting sessions: preempted head first, then enqueue order.
+    pub fn waiting(&self) -> Vec<SessionId> {
+        self.preempted
+            .iter()
+            .chain(self.queue.iter())
+            .map(|w| w.session)
+            .collect()
+    }
+
+    pub fn holds(&self, session: SessionId) -> Option<(u64, u64)> {
+        self.holders
+            .iter()
+            .find(|h| h.session == session)
+            .map(|h| (h.units, h.computed))
+    }
+}
