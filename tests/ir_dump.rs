@@ -18,7 +18,11 @@ fn ir_dump_of_every_example() {
         let source = std::fs::read_to_string(&spec).expect("readable example");
         let program = poolc::check(&source, &poolc::Options::default())
             .unwrap_or_else(|d| panic!("{} does not check: {d:#?}", spec.display()));
-        let name = spec.file_stem().and_then(|s| s.to_str()).unwrap_or("spec").to_string();
+        let name = spec
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("spec")
+            .to_string();
         insta::assert_snapshot!(name, poolc::ir::dump(&program));
     }
 }

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     let mut entries: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     entries.sort();
     for p in entries {
@@ -20,10 +22,21 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn all_rust_files() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
-    for dir in ["src", "runtime/src", "runtime/tests", "tests", "benches", "examples"] {
+    for dir in [
+        "src",
+        "runtime/src",
+        "runtime/tests",
+        "tests",
+        "benches",
+        "examples",
+    ] {
         rust_files(&root.join(dir), &mut files);
     }
-    assert!(files.len() > 10, "found only {} Rust files; is the walk broken?", files.len());
+    assert!(
+        files.len() > 10,
+        "found only {} Rust files; is the walk broken?",
+        files.len()
+    );
     files
 }
 
@@ -37,7 +50,10 @@ fn every_rust_file_opens_with_a_module_doc() {
         })
         .map(|p| p.display().to_string())
         .collect();
-    assert!(missing.is_empty(), "files without a leading `//!` paragraph: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "files without a leading `//!` paragraph: {missing:#?}"
+    );
 }
 
 #[test]
@@ -51,5 +67,8 @@ fn no_test_is_ignored_or_expects_a_panic() {
         })
         .map(|p| p.display().to_string())
         .collect();
-    assert!(offenders.is_empty(), "ignored or should_panic tests in: {offenders:#?}");
+    assert!(
+        offenders.is_empty(),
+        "ignored or should_panic tests in: {offenders:#?}"
+    );
 }
