@@ -109,6 +109,18 @@ pub enum EvictPolicy {
     },
 }
 
+/// How a `queue by` key list is evaluated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum QueueIndex {
+    /// Keys that read only fixed inputs (attributes, `units`, `reserve`; no ctx) are
+    /// computed once per hold and kept in an ordered index, O(log n) per admission;
+    /// other keys are evaluated at every attempt by the compiled scan.
+    #[default]
+    Auto,
+    /// Always the compiled scan (the reference the index is tested against).
+    Scan,
+}
+
 /// What a failed grow does (R13).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Preempt {
@@ -131,6 +143,7 @@ pub struct PoolConfig {
     pub evict: EvictPolicy,
     pub preempt: Preempt,
     pub queue: QueuePolicy,
+    pub queue_index: QueueIndex,
 }
 
 impl Default for PoolConfig {
@@ -142,6 +155,7 @@ impl Default for PoolConfig {
             evict: EvictPolicy::Lru,
             preempt: Preempt::None,
             queue: QueuePolicy::Fifo,
+            queue_index: QueueIndex::Auto,
         }
     }
 }
@@ -218,6 +232,17 @@ fn allowed(site: Site, ctx: bool, input: Input) -> bool {
         (Site::Entry, false) => matches!(input, Attr(_) | Size | Last | Waiting),
         (Site::Entry, true) => matches!(input, Now | SpillUnits),
     }
+}
+
+/// Whether a queue layout reads only inputs that cannot change while a hold waits,
+/// short of the host saying so ([`crate::Pool::attrs_changed`],
+/// [`crate::Pool::set_waiting_header`]).
+pub(crate) fn is_fixed(layout: &Layout) -> bool {
+    layout.ctx.is_empty()
+        && layout
+            .row
+            .iter()
+            .all(|i| matches!(i, Input::Attr(_) | Input::Units | Input::Reserve))
 }
 
 pub(crate) fn check_layout(site: Site, keys: &KeyList, layout: &Layout) -> Result<(), ConfigError> {

@@ -14,6 +14,16 @@ pub enum Error {
     AlreadyInPool(SessionId),
     /// The session holds nothing in this pool.
     NotHolding(SessionId),
+    /// The session does not wait in this pool.
+    NotWaiting(SessionId),
+    /// A revised header could never fit (R5); the hold keeps its old header.
+    NeverFits(SessionId),
+    /// A stage asked to allocate fewer units than the hold hits.
+    UnitsBelowHit {
+        session: SessionId,
+        units: Units,
+        hit: Units,
+    },
     /// The holder's previous grow is still waiting (`preempt none`).
     GrowPending(SessionId),
     /// `computed` may not exceed the units held.
@@ -38,6 +48,19 @@ impl fmt::Display for Error {
             ),
             Error::AlreadyInPool(s) => write!(f, "session {s} already waits or holds in this pool"),
             Error::NotHolding(s) => write!(f, "session {s} holds nothing in this pool"),
+            Error::NotWaiting(s) => write!(f, "session {s} does not wait in this pool"),
+            Error::NeverFits(s) => write!(
+                f,
+                "session {s}: the revised header exceeds the cap and could never fit"
+            ),
+            Error::UnitsBelowHit {
+                session,
+                units,
+                hit,
+            } => write!(
+                f,
+                "session {session}: {units} units asked but {hit} are hit"
+            ),
             Error::GrowPending(s) => write!(f, "session {s} already has a grow waiting"),
             Error::ComputedBeyondUnits {
                 session,

@@ -3,7 +3,7 @@
 //! reseeds per process, which moves table growth around); fast because every hit walk
 //! hashes one key per block. Lookups only: no result ever depends on table order.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 /// The multiply-rotate hash of rustc's `FxHasher`, over 64-bit words.
@@ -53,4 +53,3 @@ impl Hasher for FxHasher {
 }
 
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-pub(crate) type FxSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;

@@ -22,12 +22,12 @@ pub mod types;
 
 pub use config::{
     ConfigError, EvictPolicy, Input, Layout, PoolConfig, PoolRef, Preempt, Query, QueryKind,
-    QueuePolicy, StageRef, Target,
+    QueueIndex, QueuePolicy, StageRef, Target,
 };
 pub use env::Env;
 pub use error::Error;
 pub use event::{Event, Notice, Record};
-pub use pool::{Enqueued, EntryInfo, Grown, HoldInfo, Pool};
+pub use pool::{Admission, Enqueued, EntryInfo, Grown, HoldInfo, Pool};
 pub use types::{
     BlockId, BlockKey, Chain, ChainError, EntryId, Header, Limit, Run, RunId, SessionId, Units,
 };

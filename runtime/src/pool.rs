@@ -14,15 +14,15 @@ use std::collections::VecDeque;
 
 use crate::cache::{Entry, NIL, Store};
 use crate::config::{
-    EvictPolicy, Input, Layout, PoolConfig, PoolRef, Preempt, Query, QueryKind, QueuePolicy, Site,
-    Target, check_layout,
+    EvictPolicy, Input, Layout, PoolConfig, PoolRef, Preempt, Query, QueryKind, QueueIndex,
+    QueuePolicy, Site, Target, check_layout, is_fixed,
 };
 use crate::env::Env;
 use crate::error::Error;
 use crate::event::{Event, Notice, Record};
-use crate::hash::{FxMap, FxSet};
+use crate::hash::FxMap;
 use crate::policy::KeyList;
-use crate::queue::{Pick, Queue, Waiting};
+use crate::queue::{Pick, Queue};
 use crate::types::{BlockKey, EntryId, Header, Limit, SessionId, Units};
 
 pub use crate::config::ConfigError;
@@ -218,11 +218,20 @@ struct Scratch {
     spare: Vec<Vec<u32>>,
 }
 
-/// Result of one admission attempt.
-enum Attempt {
+/// What one admission attempt did ([`Pool::admit_next`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Nobody waits.
     Empty,
+    /// The selected hold does not fit (R6); nothing else is tried (R8).
     Blocked,
-    Admitted,
+    /// The host declined to give the selected hold any units (no state changed).
+    Declined,
+    Admitted {
+        session: SessionId,
+        hit: Units,
+        units: Units,
+    },
 }
 
 /// One pool member. See the module documentation and docs/RUNTIME.md.
@@ -245,7 +254,8 @@ pub struct Pool {
     first_admitted: u32,
     last_admitted: u32,
     queue: Queue,
-    waiting: FxSet<SessionId>,
+    /// Waiting session → its queue slot.
+    waiting: FxMap<SessionId, u32>,
     /// Holders whose grow waits, in the order the grows failed.
     pending: VecDeque<SessionId>,
     now: f64,
@@ -271,6 +281,14 @@ impl Pool {
             EvictPolicy::Lru => None,
         };
         let block = config.block.0;
+        let queue = match &config.queue {
+            QueuePolicy::By { keys, layout }
+                if config.queue_index == QueueIndex::Auto && is_fixed(layout) =>
+            {
+                Queue::indexed(keys.len())
+            }
+            _ => Queue::default(),
+        };
         Ok(Pool {
             me: config.me,
             cap: config.cap,
@@ -289,8 +307,8 @@ impl Pool {
             holder_of: FxMap::default(),
             first_admitted: NIL,
             last_admitted: NIL,
-            queue: Queue::default(),
-            waiting: FxSet::default(),
+            queue,
+            waiting: FxMap::default(),
             pending: VecDeque::new(),
             now: f64::NEG_INFINITY,
             scratch: Scratch::default(),
@@ -348,13 +366,19 @@ impl Pool {
     }
 
     pub fn is_waiting(&self, session: SessionId) -> bool {
-        self.waiting.contains(&session)
+        self.waiting.contains_key(&session)
+    }
+
+    /// Whether `queue by` keys are kept in the ordered index (they read only fixed
+    /// inputs) rather than evaluated by the compiled scan at every attempt.
+    pub fn queue_is_indexed(&self) -> bool {
+        self.queue.is_indexed()
     }
 
     /// Sessions waiting, in selection-independent order: preempted (most recent
     /// first), then enqueue order.
     pub fn waiting_sessions(&self) -> Vec<SessionId> {
-        self.queue.iter().map(|w| w.session).collect()
+        self.queue.in_order().iter().map(|w| w.session).collect()
     }
 
     /// The cache's entries in release order.
@@ -492,14 +516,15 @@ impl Pool {
 
     /// Puts a hold in the queue, or rejects it when it can never fit (R5). Does not
     /// admit: call [`Pool::settle`] after it (R9) unless a stage serves the pool.
-    pub fn enqueue(
+    pub fn enqueue<E: Env + ?Sized>(
         &mut self,
         now: f64,
         session: SessionId,
         header: Header,
+        env: &E,
     ) -> Result<Enqueued, Error> {
         self.check_time(now)?;
-        if self.holder_of.contains_key(&session) || self.waiting.contains(&session) {
+        if self.holder_of.contains_key(&session) || self.waiting.contains_key(&session) {
             return Err(Error::AlreadyInPool(session));
         }
         if header.chain.full_blocks(self.block) >= u64::from(NIL) {
@@ -513,12 +538,11 @@ impl Pool {
             self.record(Event::Reject { session });
             return Ok(Enqueued::Rejected);
         }
-        self.queue.fifo.push_back(Waiting {
-            session,
-            header,
-            enqueued: now,
-        });
-        self.waiting.insert(session);
+        let slot = self.queue.push(session, header, now);
+        self.waiting.insert(session, slot);
+        if self.queue.is_indexed() {
+            self.file_keys(slot, env);
+        }
         self.record(Event::Enqueue { session });
         Ok(Enqueued::Queued)
     }
@@ -531,28 +555,80 @@ impl Pool {
         self.check_time(now)?;
         self.now = now;
         self.notices.clear();
-        while let Some(&session) = self.pending.front() {
-            let slot = self.holder_of[&session];
-            let h = self.holder(slot);
-            let by = h.pending_grow.expect("a pending holder has a pending grow");
-            let units = h.units + by;
-            let extra = Units(units).blocks_up(self.block) - h.held_blocks();
-            if !self.fits(extra) {
-                return Ok(());
-            }
-            self.pending.pop_front();
-            self.holder_mut(slot).pending_grow = None;
-            self.apply_grow(slot, units, extra, env);
-            self.record(Event::Grow {
-                session,
-                by: Units(by),
-            });
-            self.notices.push(Notice::Grown {
-                session,
-                by: Units(by),
-            });
+        if !self.grow_waiting(env) {
+            return Ok(());
         }
-        while let Attempt::Admitted = self.attempt(env) {}
+        while let Admission::Admitted { .. } = self.attempt(env, |_, _, h| Some(h.units))? {}
+        Ok(())
+    }
+
+    /// R13 `preempt none` for a step stage's iteration: retries waiting grows in the
+    /// order they failed, stopping at the first that still does not fit. Returns
+    /// whether no grow waits any more. Completed grows are in [`Pool::notices`].
+    pub fn retry_grows<E: Env + ?Sized>(&mut self, now: f64, env: &E) -> Result<bool, Error> {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        Ok(self.grow_waiting(env))
+    }
+
+    /// One admission attempt for a step stage (R15 step 2): selects the next hold
+    /// (R8), computes its hit, and asks `units_for(session, hit, header)` how many
+    /// units to allocate (`hit + min(sequence − hit, chunk, budget left)`), or `None`
+    /// to decline. The fit is judged on `max(units, reserve)` (R6). The stage calls it
+    /// while it has budget and seats, and stops at anything but `Admitted`.
+    pub fn admit_next<E, F>(&mut self, now: f64, env: &E, units_for: F) -> Result<Admission, Error>
+    where
+        E: Env + ?Sized,
+        F: FnOnce(SessionId, Units, &Header) -> Option<Units>,
+    {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        self.attempt(env, units_for)
+    }
+
+    /// Tells an indexed queue that a waiting session's attributes changed, so that
+    /// its fixed keys are computed again (scanned keys read attributes at every
+    /// attempt and need no notice). A host must call it for every waiting session
+    /// whose attributes it changes; for sessions not waiting it does nothing.
+    pub fn attrs_changed<E: Env + ?Sized>(&mut self, session: SessionId, env: &E) {
+        if let Some(&slot) = self.waiting.get(&session)
+            && self.queue.is_indexed()
+            && !self.queue.is_preempted(slot)
+        {
+            self.file_keys(slot, env);
+        }
+    }
+
+    /// Revises a waiting hold's header values, for a step host whose preempted
+    /// session's sequence grew (`reserve = sequence`, `max_hit = sequence − 1`,
+    /// R15). Refused (nothing changes) when the hold does not wait or would never
+    /// fit (R5).
+    pub fn set_waiting_header<E: Env + ?Sized>(
+        &mut self,
+        session: SessionId,
+        units: Units,
+        reserve: Units,
+        max_hit: Option<Units>,
+        env: &E,
+    ) -> Result<(), Error> {
+        let slot = *self
+            .waiting
+            .get(&session)
+            .ok_or(Error::NotWaiting(session))?;
+        if let Some(cap) = self.cap_blocks
+            && units.max(reserve).blocks_up(self.block) > cap
+        {
+            return Err(Error::NeverFits(session));
+        }
+        let h = &mut self.queue.get_slot_mut(slot).header;
+        h.units = units;
+        h.reserve = reserve;
+        h.max_hit = max_hit;
+        if self.queue.is_indexed() && !self.queue.is_preempted(slot) {
+            self.file_keys(slot, env);
+        }
         Ok(())
     }
 
@@ -655,6 +731,32 @@ impl Pool {
             .expect("holder slot in use")
     }
 
+    /// Retries waiting grows in failure order; false when one still does not fit.
+    fn grow_waiting<E: Env + ?Sized>(&mut self, env: &E) -> bool {
+        while let Some(&session) = self.pending.front() {
+            let slot = self.holder_of[&session];
+            let h = self.holder(slot);
+            let by = h.pending_grow.expect("a pending holder has a pending grow");
+            let units = h.units + by;
+            let extra = Units(units).blocks_up(self.block) - h.held_blocks();
+            if !self.fits(extra) {
+                return false;
+            }
+            self.pending.pop_front();
+            self.holder_mut(slot).pending_grow = None;
+            self.apply_grow(slot, units, extra, env);
+            self.record(Event::Grow {
+                session,
+                by: Units(by),
+            });
+            self.notices.push(Notice::Grown {
+                session,
+                by: Units(by),
+            });
+        }
+        true
+    }
+
     /// Whether `extra` more allocated blocks fit once the whole cache is evicted
     /// (cached entries never block a fit, R6).
     fn fits(&self, extra: u64) -> bool {
@@ -662,21 +764,37 @@ impl Pool {
             .is_none_or(|cap| self.store.allocated() + extra <= cap)
     }
 
-    /// One admission attempt (R6, R7, R8): select, judge the fit on the reserve,
-    /// claim the hit, evict for the new blocks, allocate and register.
-    fn attempt<E: Env + ?Sized>(&mut self, env: &E) -> Attempt {
+    /// One admission attempt (R6, R7, R8): select, ask for the units, judge the fit
+    /// on the reserve, claim the hit, evict for the new blocks, allocate, register.
+    fn attempt<E, F>(&mut self, env: &E, units_for: F) -> Result<Admission, Error>
+    where
+        E: Env + ?Sized,
+        F: FnOnce(SessionId, Units, &Header) -> Option<Units>,
+    {
         let Some(pick) = self.select(env) else {
-            return Attempt::Empty;
+            return Ok(Admission::Empty);
         };
         let block = self.block;
         let w = self.queue.get(pick);
+        let session = w.session;
         let (hit, shared) = hit_counts(&self.store, &w.header, block);
-        let need = w.header.fit_units().blocks_up(block) - shared;
-        if !self.fits(need) {
-            return Attempt::Blocked;
+        let Some(units) = units_for(session, Units(hit * block), &w.header) else {
+            return Ok(Admission::Declined);
+        };
+        if units.0 < hit * block {
+            return Err(Error::UnitsBelowHit {
+                session,
+                units,
+                hit: Units(hit * block),
+            });
         }
-        let w = self.queue.take(pick);
-        self.waiting.remove(&w.session);
+        let need = units.max(w.header.reserve).blocks_up(block) - shared;
+        if !self.fits(need) {
+            return Ok(Admission::Blocked);
+        }
+        let mut w = self.queue.take(pick);
+        w.header.units = units;
+        self.waiting.remove(&session);
         let mut blocks = self.scratch.spare.pop().unwrap_or_default();
         collect_hits(&self.store, &w.header, block, &mut blocks);
         debug_assert_eq!(blocks.len() as u64, hit);
@@ -708,7 +826,6 @@ impl Pool {
             pending_grow: None,
         };
         register_new(&mut self.store, &mut h, block);
-        let (session, units) = (h.session, Units(h.units));
         let slot = match self.free_holders.pop() {
             Some(s) => {
                 self.holders[s as usize] = Some(h);
@@ -737,7 +854,11 @@ impl Pool {
             hit,
             units,
         });
-        Attempt::Admitted
+        Ok(Admission::Admitted {
+            session,
+            hit,
+            units,
+        })
     }
 
     /// Allocates `extra` blocks to a holder growing to `units` (the fit is known).
@@ -804,12 +925,17 @@ impl Pool {
     }
 
     /// The next hold to try (R8): the most recently preempted, else the first in
-    /// enqueue order (fifo) or the least by the keys, ties to enqueue order.
+    /// enqueue order (fifo) or the least by the keys, ties to enqueue order — from
+    /// the ordered index when the keys read only fixed inputs, else by the compiled
+    /// scan over rows filled now.
     fn select<E: Env + ?Sized>(&mut self, env: &E) -> Option<Pick> {
-        if !self.queue.preempted.is_empty() {
+        if self.queue.has_preempted() {
             return Some(Pick::Preempted);
         }
-        if self.queue.fifo.is_empty() {
+        if self.queue.is_indexed() {
+            return self.queue.index_top().map(|_| Pick::Indexed);
+        }
+        if self.queue.fifo_len() == 0 {
             return None;
         }
         let (keys, layout) = match &self.queue_policy {
@@ -817,24 +943,13 @@ impl Pool {
             QueuePolicy::By { keys, layout } => (keys, layout),
         };
         let stride = layout.row.len();
-        let n = self.queue.fifo.len();
+        let n = self.queue.fifo_len();
         let rows = &mut self.scratch.rows;
         rows.clear();
         rows.resize(n * stride, 0.0);
-        for (i, w) in self.queue.fifo.iter().enumerate() {
+        for (i, w) in self.queue.fifo_iter().enumerate() {
             let row = &mut rows[i * stride..(i + 1) * stride];
-            for (slot, input) in row.iter_mut().zip(&layout.row) {
-                *slot = match *input {
-                    Input::Attr(a) => attr(live_attrs(env, w.session), a, w.session),
-                    Input::Units => w.header.units.0 as f64,
-                    Input::Reserve => w.header.reserve.0 as f64,
-                    Input::Computed => {
-                        (hit_counts(&self.store, &w.header, self.block).0 * self.block) as f64
-                    }
-                    Input::Enqueued => w.enqueued,
-                    other => unreachable!("validated queue row input {other:?}"),
-                };
-            }
+            fill_queue_row(row, &layout.row, w, &self.store, self.block, env);
         }
         self.scratch.ctx.clear();
         for input in &layout.ctx {
@@ -847,6 +962,22 @@ impl Pool {
         }
         keys.select(&self.scratch.rows, n, stride, &self.scratch.ctx)
             .map(Pick::Queued)
+    }
+
+    /// Computes a waiting hold's fixed keys and files it in the ordered index.
+    fn file_keys<E: Env + ?Sized>(&mut self, slot: u32, env: &E) {
+        let QueuePolicy::By { keys, layout } = &self.queue_policy else {
+            unreachable!("an indexed queue has keys");
+        };
+        let w = self.queue.get_slot(slot);
+        let row = &mut self.scratch.rows;
+        row.clear();
+        row.resize(layout.row.len(), 0.0);
+        fill_queue_row(row, &layout.row, w, &self.store, self.block, env);
+        // Fixed keys read no ctx slot (the layout's ctx is empty).
+        let row = &self.scratch.rows;
+        self.queue
+            .set_keys(slot, (0..keys.len()).map(|k| keys.key(k, row, &[])));
     }
 
     fn query_value<E: Env + ?Sized>(&self, q: Query, env: &E) -> f64 {
@@ -943,14 +1074,31 @@ impl Pool {
             max_hit: h.header.max_hit,
         };
         let cached = self.release_blocks(h, env);
-        self.queue.preempted.push(Waiting {
-            session,
-            header,
-            enqueued: self.now,
-        });
-        self.waiting.insert(session);
+        let slot = self.queue.push_preempted(session, header, self.now);
+        self.waiting.insert(session, slot);
         self.record(Event::Preempt { session, cached });
         self.notices.push(Notice::Preempted { session });
+    }
+}
+
+/// One queue row (S2): attributes read now, header values, the hit now, enqueue time.
+fn fill_queue_row<E: Env + ?Sized>(
+    row: &mut [f64],
+    inputs: &[Input],
+    w: &crate::queue::Waiting,
+    store: &Store,
+    block: u64,
+    env: &E,
+) {
+    for (slot, input) in row.iter_mut().zip(inputs) {
+        *slot = match *input {
+            Input::Attr(a) => attr(live_attrs(env, w.session), a, w.session),
+            Input::Units => w.header.units.0 as f64,
+            Input::Reserve => w.header.reserve.0 as f64,
+            Input::Computed => (hit_counts(store, &w.header, block).0 * block) as f64,
+            Input::Enqueued => w.enqueued,
+            other => unreachable!("validated queue row input {other:?}"),
+        };
     }
 }
 
@@ -1059,7 +1207,7 @@ fn waiting_counts(store: &Store, queue: &Queue, block: u64, scratch: &mut Scratc
     scratch.counts.resize(bound, 0);
     scratch.stamps.clear();
     scratch.stamps.resize(bound, u64::MAX);
-    for (i, w) in queue.iter().enumerate() {
+    for (i, w) in queue.iter_any().enumerate() {
         scratch.hits.clear();
         collect_hits(store, &w.header, block, &mut scratch.hits);
         for &b in &scratch.hits {

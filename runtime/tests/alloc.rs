@@ -85,7 +85,7 @@ fn cycles(pool: &mut Pool, env: &mut TestEnv, from: u64, rounds: u64) -> u64 {
         let h = header(i);
         t += 1.0;
         let (_, n) = count(|| {
-            pool.enqueue(t, s(i), h).expect("enqueue");
+            pool.enqueue(t, s(i), h, env).expect("enqueue");
             pool.settle(t, env).expect("settle");
             if pool.hold(s(i)).is_some() {
                 pool.set_computed(s(i), Units(20)).expect("compute");

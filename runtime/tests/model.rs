@@ -13,8 +13,8 @@ mod naive;
 use common::*;
 use naive::{NHold, Naive, NaiveConfig};
 use poolrt::{
-    Event, EvictPolicy, Header, Limit, Pool, PoolConfig, PoolRef, Preempt, QueuePolicy, SessionId,
-    Units,
+    Event, EvictPolicy, Header, Limit, Pool, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy,
+    SessionId, Units,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -53,6 +53,19 @@ enum Op {
     Compute(u8, u8),
     Grow(u8, u8),
     SetPriority(u8, u8),
+    /// A step stage's admission: units = hit + min(header units − hit, extra), or
+    /// declined.
+    AdmitNext {
+        extra: u8,
+        decline: bool,
+    },
+    RetryGrows,
+    /// A step host revises a waiting hold's header (its sequence grew).
+    Revise {
+        pick: u8,
+        adj: u8,
+        last_token: bool,
+    },
     End(u8),
     Advance(u8),
 }
@@ -84,6 +97,11 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (any::<u8>(), 0u8..4).prop_map(|(h, p)| Op::SetPriority(h, p)),
         1 => any::<u8>().prop_map(Op::End),
         2 => (0u8..5).prop_map(Op::Advance),
+        2 => (0u8..8, proptest::bool::weighted(0.1))
+            .prop_map(|(extra, decline)| Op::AdmitNext { extra, decline }),
+        1 => Just(Op::RetryGrows),
+        1 => (any::<u8>(), 0u8..4, any::<bool>())
+            .prop_map(|(pick, adj, last_token)| Op::Revise { pick, adj, last_token }),
     ]
 }
 
@@ -94,6 +112,7 @@ enum QueueKind {
     LongestPrefix,
     Aged,
     FitsFirst,
+    Shortest,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -115,6 +134,8 @@ struct Setup {
     queue: QueueKind,
     evict: EvictKind,
     lifo: bool,
+    /// Force the compiled scan even for fixed keys (else the index takes them).
+    scan: bool,
 }
 
 fn setup() -> impl Strategy<Value = Setup> {
@@ -127,6 +148,7 @@ fn setup() -> impl Strategy<Value = Setup> {
             Just(QueueKind::LongestPrefix),
             Just(QueueKind::Aged),
             Just(QueueKind::FitsFirst),
+            Just(QueueKind::Shortest),
         ],
         prop_oneof![
             Just(EvictKind::Lru),
@@ -137,14 +159,16 @@ fn setup() -> impl Strategy<Value = Setup> {
             Just(EvictKind::AllNan),
         ],
         any::<bool>(),
+        any::<bool>(),
     )
-        .prop_map(|((block, scale), cap, queue, evict, lifo)| Setup {
+        .prop_map(|((block, scale), cap, queue, evict, lifo, scan)| Setup {
             block,
             scale,
             cap: cap.map(|(blocks, rem)| blocks * block + rem % block),
             queue,
             evict,
             lifo,
+            scan,
         })
 }
 
@@ -157,6 +181,7 @@ fn queue_policy(k: QueueKind) -> QueuePolicy {
         QueueKind::LongestPrefix => queue_longest_prefix(),
         QueueKind::Aged => queue_aged(),
         QueueKind::FitsFirst => queue_fits_first(ME),
+        QueueKind::Shortest => queue_shortest(),
     }
 }
 
@@ -195,6 +220,11 @@ fn build(setup: &Setup) -> (Pool, Naive) {
             Preempt::None
         },
         queue,
+        queue_index: if setup.scan {
+            QueueIndex::Scan
+        } else {
+            QueueIndex::Auto
+        },
     })
     .expect("valid config");
     pool.set_logging(true);
@@ -225,6 +255,8 @@ struct Driver {
     known: Vec<Known>,
     next: u64,
     seen: Seen,
+    /// Every record the engine logged.
+    full_log: Vec<poolrt::Record>,
 }
 
 /// How often each kind of event was seen: the generator's coverage.
@@ -284,6 +316,7 @@ impl Driver {
             known: Vec::new(),
             next: 0,
             seen: Seen::default(),
+            full_log: Vec::new(),
         }
     }
 
@@ -360,7 +393,7 @@ impl Driver {
                     runs,
                     max_hit,
                 };
-                let fast = self.pool.enqueue(self.now, id, header);
+                let fast = self.pool.enqueue(self.now, id, header, &self.env);
                 let slow = self.naive.enqueue(self.now, id, hold);
                 eq("enqueue result", &fast, &slow)?;
                 if fast.is_ok() {
@@ -424,6 +457,8 @@ impl Driver {
                 if let Some(a) = self.env.attrs.get_mut(&k) {
                     a[0] = p as f64;
                 }
+                // The host's side of the index contract.
+                self.pool.attrs_changed(k, &self.env);
                 // R9: setting an attribute is a settle point.
                 let fast = self.pool.settle(self.now, &self.env);
                 let slow = self.naive.settle(self.now, &self.env);
@@ -445,6 +480,50 @@ impl Driver {
                     self.env.ended.insert(id);
                 }
             }
+            Op::AdmitNext { extra, decline } => {
+                let extra = extra as u64 * self.setup.scale;
+                let choose = |hit: Units, header_units: u64| {
+                    (!decline).then(|| Units(hit.0 + (header_units - hit.0).min(extra)))
+                };
+                let fast = self
+                    .pool
+                    .admit_next(self.now, &self.env, |_, hit, h| choose(hit, h.units.0));
+                let slow = self
+                    .naive
+                    .admit_next(self.now, &self.env, |_, hit, h| choose(hit, h.units));
+                eq("admit_next result", &fast, &slow)?;
+                eq("notices", self.pool.notices(), &self.naive.notices[..])?;
+            }
+            Op::RetryGrows => {
+                let fast = self.pool.retry_grows(self.now, &self.env);
+                let slow = self.naive.retry_grows(self.now, &self.env);
+                eq("retry_grows result", &fast, &slow)?;
+                eq("notices", self.pool.notices(), &self.naive.notices[..])?;
+            }
+            Op::Revise {
+                pick,
+                adj,
+                last_token,
+            } => {
+                let waiting = self.naive.waiting();
+                if waiting.is_empty() {
+                    return Ok(());
+                }
+                let s = waiting[pick as usize % waiting.len()];
+                let len: u64 = self
+                    .known
+                    .iter()
+                    .find(|k| k.id == s)
+                    .map_or(0, |k| k.runs.iter().map(|r| r.1).sum());
+                let units = Units(len + adj as u64 * self.setup.scale);
+                let reserve = Units(units.0 + self.setup.block * (adj as u64 % 2));
+                let max_hit = last_token.then(|| Units(units.0.saturating_sub(1)));
+                let fast = self
+                    .pool
+                    .set_waiting_header(s, units, reserve, max_hit, &self.env);
+                let slow = self.naive.set_waiting_header(s, units, reserve, max_hit);
+                eq("set_waiting_header result", &fast, &slow)?;
+            }
             Op::Advance(step) => {
                 self.now += [0.0, 0.5, 1.0, 2.0, 3.5][step as usize];
             }
@@ -461,6 +540,7 @@ impl Driver {
         }
         let slow_log = std::mem::take(&mut self.naive.log);
         eq("event logs", &fast_log, &slow_log)?;
+        self.full_log.extend(fast_log);
         eq("allocated", self.pool.allocated(), self.naive.allocated())?;
         eq("cached", self.pool.cached(), self.naive.cached())?;
         eq("queued", self.pool.queued(), self.naive.queued())?;
@@ -514,13 +594,13 @@ fn cases() -> u32 {
 }
 
 /// Runs one sequence through both; the first difference fails it.
-fn run(setup: Setup, ops: &[Op]) -> Result<Seen, TestCaseError> {
+fn run(setup: Setup, ops: &[Op]) -> Result<Driver, TestCaseError> {
     let mut d = Driver::new(setup);
     for (i, op) in ops.iter().enumerate() {
         d.apply(op)
             .map_err(|e| TestCaseError::fail(format!("after op {i} {op:?}: {e}")))?;
     }
-    Ok(d.seen)
+    Ok(d)
 }
 
 proptest! {
@@ -539,6 +619,40 @@ proptest! {
     }
 }
 
+/// Queue keys that read only fixed inputs: `queue by (priority, serial)` and
+/// `queue by (units, priority)`.
+fn fixed_key_setup() -> impl Strategy<Value = Setup> {
+    (
+        setup(),
+        prop_oneof![Just(QueueKind::Priority), Just(QueueKind::Shortest)],
+    )
+        .prop_map(|(mut s, q)| {
+            s.queue = q;
+            s
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases() / 5,
+        ..ProptestConfig::default()
+    })]
+
+    /// The ordered index and the compiled scan give the same observable order: the
+    /// same sequence through both structures logs the same events.
+    #[test]
+    fn index_and_scan_give_the_same_order(
+        setup in fixed_key_setup(),
+        ops in proptest::collection::vec(op(), 1..200),
+    ) {
+        let indexed = run(Setup { scan: false, ..setup.clone() }, &ops)?;
+        let scanned = run(Setup { scan: true, ..setup }, &ops)?;
+        prop_assert!(indexed.pool.queue_is_indexed());
+        prop_assert!(!scanned.pool.queue_is_indexed());
+        eq("logs of the index and the scan", &indexed.full_log, &scanned.full_log)?;
+    }
+}
+
 /// The generator keeps reaching every event (a fixed seed, so this cannot flake):
 /// a differential test is only as good as the paths it drives.
 #[test]
@@ -552,7 +666,7 @@ fn the_generator_reaches_every_event() {
             .new_tree(&mut runner)
             .expect("strategies generate")
             .current();
-        seen.add(&run(setup, &ops).expect("engine and model agree"));
+        seen.add(&run(setup, &ops).expect("engine and model agree").seen);
     }
     for kind in [
         "enqueue",

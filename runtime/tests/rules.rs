@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use poolrt::{
-    BlockKey, Enqueued, EntryId, Event, EvictPolicy, Grown, Limit, Notice, Pool, PoolConfig,
-    Preempt, QueuePolicy, RunId, SessionId, Units,
+    Admission, BlockKey, Enqueued, EntryId, Event, EvictPolicy, Grown, Limit, Notice, Pool,
+    PoolConfig, Preempt, QueueIndex, QueuePolicy, RunId, SessionId, Units,
 };
 
 /// A pool, its host and the clock; every operation checks R1 and the invariants.
@@ -51,7 +51,10 @@ impl World {
         if !self.env.attrs.contains_key(&s(session)) {
             self.env.set(session, &[0.0, session as f64]);
         }
-        let r = self.pool.enqueue(self.now, s(session), header).unwrap();
+        let r = self
+            .pool
+            .enqueue(self.now, s(session), header, &self.env)
+            .unwrap();
         self.checked();
         self.settle();
         r
@@ -61,7 +64,10 @@ impl World {
         if !self.env.attrs.contains_key(&s(session)) {
             self.env.set(session, &[0.0, session as f64]);
         }
-        let r = self.pool.enqueue(self.now, s(session), header).unwrap();
+        let r = self
+            .pool
+            .enqueue(self.now, s(session), header, &self.env)
+            .unwrap();
         self.checked();
         r
     }
@@ -496,21 +502,46 @@ fn r8_e5_nan_key_sorts_after_every_number() {
 #[test]
 fn r8_keys_are_evaluated_afresh_at_each_attempt() {
     // queue by (priority, serial): B (priority 1) and C (priority 2) wait. Before
-    // the next attempt C's priority drops to 0, so C goes first.
-    let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(1)),
-        queue: queue_by_priority(),
-        ..PoolConfig::default()
-    });
-    w.enqueue(1, hdr(1, &[(1, 1)]));
-    w.env.set(2, &[1.0, 2.0]);
-    w.enqueue(2, hdr(1, &[(2, 1)]));
-    w.env.set(3, &[2.0, 3.0]);
-    w.enqueue(3, hdr(1, &[(3, 1)]));
-    w.env.set(3, &[0.0, 3.0]);
-    w.events();
-    w.release(1);
-    assert_eq!(w.admits(), vec![(3, 0)]);
+    // the next attempt C's priority drops to 0, so C goes first. The keys read only
+    // attributes, so the pool keeps them in its ordered index and the host says when
+    // an attribute changed; with the scan nobody needs to say so.
+    for index in [QueueIndex::Auto, QueueIndex::Scan] {
+        let mut w = World::with(PoolConfig {
+            cap: Limit::Finite(Units(1)),
+            queue: queue_by_priority(),
+            queue_index: index,
+            ..PoolConfig::default()
+        });
+        assert_eq!(w.pool.queue_is_indexed(), index == QueueIndex::Auto);
+        w.enqueue(1, hdr(1, &[(1, 1)]));
+        w.env.set(2, &[1.0, 2.0]);
+        w.enqueue(2, hdr(1, &[(2, 1)]));
+        w.env.set(3, &[2.0, 3.0]);
+        w.enqueue(3, hdr(1, &[(3, 1)]));
+        w.env.set(3, &[0.0, 3.0]);
+        if index == QueueIndex::Auto {
+            w.pool.attrs_changed(s(3), &w.env);
+        }
+        w.events();
+        w.release(1);
+        assert_eq!(w.admits(), vec![(3, 0)]);
+    }
+}
+
+#[test]
+fn r8_keys_reading_the_moment_are_never_indexed() {
+    // `waited`, `computed` and queries change while a hold waits: always scanned.
+    for queue in [
+        queue_aged(),
+        queue_longest_prefix(),
+        queue_fits_first(Default::default()),
+    ] {
+        let w = World::with(PoolConfig {
+            queue,
+            ..PoolConfig::default()
+        });
+        assert!(!w.pool.queue_is_indexed());
+    }
 }
 
 #[test]
@@ -1024,6 +1055,147 @@ fn r14_shared_blocks_stay_until_their_last_holder_releases() {
     );
 }
 
+// ----- the step stage's entry points (R15 step 2, R13 at an iteration) --------------
+
+#[test]
+fn stage_admission_allocates_the_units_the_stage_gives() {
+    // Block 4, cap 64. Run 1 (16 units) is cached. A waiting prefill: sequence 20 =
+    // run 1 then run 2 (4), header units = reserve = 20, max_hit 19 (last-token
+    // rule: floor(19/4) = 4 blocks, all cached → hit 16). The stage gives it
+    // hit + min(20 − 16, chunk 2) = 18 units: 5 blocks allocated (20 units), the fit
+    // judged on max(18, 20) = 20.
+    let mut w = World::new(64, 4);
+    w.enqueue(1, hdr(16, &[(1, 16)]));
+    w.compute(1, 16);
+    w.release(1);
+    w.enqueue_only(2, hdr(20, &[(1, 16), (2, 4)]).with_max_hit(Units(19)));
+    w.events();
+    let mut asked = None;
+    let r = w
+        .pool
+        .admit_next(0.0, &w.env, |session, hit, h| {
+            asked = Some((session, hit, h.units));
+            Some(Units(hit.0 + (h.units.0 - hit.0).min(2)))
+        })
+        .unwrap();
+    w.checked();
+    assert_eq!(asked, Some((s(2), Units(16), Units(20))));
+    assert_eq!(
+        r,
+        Admission::Admitted {
+            session: s(2),
+            hit: Units(16),
+            units: Units(18)
+        }
+    );
+    assert_eq!(w.units(), (20, 0));
+    assert_eq!(w.pool.hold(s(2)).unwrap().computed, Units(16));
+}
+
+#[test]
+fn stage_admission_declines_blocks_and_reports_empty_without_changing_anything() {
+    let mut w = World::new(8, 1);
+    w.enqueue(1, hdr(6, &[(1, 6)]));
+    let env = w.env.clone();
+    assert_eq!(
+        w.pool.admit_next(0.0, &env, |_, _, h| Some(h.units)),
+        Ok(Admission::Empty)
+    );
+    w.enqueue_only(2, hdr(1, &[(2, 1)]).with_reserve(Units(4)));
+    // Declined: the stage had no budget for it.
+    assert_eq!(
+        w.pool.admit_next(0.0, &env, |_, _, _| None),
+        Ok(Admission::Declined)
+    );
+    // Blocked: 6 + max(1, 4) > 8, judged on the reserve (R6).
+    assert_eq!(
+        w.pool.admit_next(0.0, &env, |_, _, h| Some(h.units)),
+        Ok(Admission::Blocked)
+    );
+    assert_eq!((w.units(), w.pool.queued()), ((6, 0), 1));
+    w.checked();
+}
+
+#[test]
+fn stage_admission_refuses_fewer_units_than_the_hit() {
+    let mut w = World::new(16, 4);
+    w.enqueue(1, hdr(8, &[(1, 8)]));
+    w.compute(1, 8);
+    w.release(1);
+    w.enqueue_only(2, hdr(8, &[(1, 8)]));
+    let env = w.env.clone();
+    assert_eq!(
+        w.pool.admit_next(0.0, &env, |_, _, _| Some(Units(4))),
+        Err(poolrt::Error::UnitsBelowHit {
+            session: s(2),
+            units: Units(4),
+            hit: Units(8)
+        })
+    );
+    assert_eq!((w.units(), w.pool.queued()), ((0, 8), 1));
+    w.checked();
+}
+
+#[test]
+fn a_step_host_revises_a_preempted_header() {
+    // cap 8, block 1, lifo. A holds 4 (computed 4), B holds 4; B grows and preempts
+    // itself. Its sequence is now 6: the host revises units 6, reserve 6, max_hit 5.
+    // A releases; B re-enters hitting its own 4 cached units and allocates 6.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(8)),
+        preempt: Preempt::Lifo,
+        ..PoolConfig::default()
+    });
+    w.enqueue(1, hdr(4, &[(1, 4)]));
+    w.enqueue(2, hdr(4, &[(2, 8)]));
+    w.compute(2, 4);
+    assert_eq!(w.grow(2, 2), Grown::SelfPreempted);
+    let env = w.env.clone();
+    assert_eq!(
+        w.pool
+            .set_waiting_header(s(2), Units(6), Units(9), None, &env),
+        Err(poolrt::Error::NeverFits(s(2)))
+    );
+    assert_eq!(
+        w.pool
+            .set_waiting_header(s(1), Units(6), Units(6), None, &env),
+        Err(poolrt::Error::NotWaiting(s(1)))
+    );
+    w.pool
+        .set_waiting_header(s(2), Units(6), Units(6), Some(Units(5)), &env)
+        .unwrap();
+    w.events();
+    w.release(1);
+    assert_eq!(w.admits(), vec![(2, 4)]);
+    assert_eq!(w.pool.hold(s(2)).unwrap().units, Units(6));
+}
+
+#[test]
+fn retry_grows_completes_waiting_grows_without_admitting() {
+    // cap 4, block 1, preempt none. A and C hold 2 each; A's grow by 1 waits. B (1
+    // unit) is enqueued. C releases without a settle (a stage-bound pool never
+    // settles); the stage's iteration retries the grows: A grows to 3, and B is not
+    // admitted (only the stage's waiting step admits).
+    let mut w = World::new(4, 1);
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.enqueue(3, hdr(2, &[(3, 2)]));
+    assert_eq!(w.grow(1, 1), Grown::Waiting);
+    w.enqueue_only(2, hdr(1, &[(2, 1)]));
+    let env = w.env.clone();
+    w.pool.release(0.0, s(3), &env).unwrap();
+    w.events();
+    assert_eq!(w.pool.retry_grows(0.0, &env), Ok(true));
+    w.checked();
+    assert_eq!(
+        w.pool.notices(),
+        &[Notice::Grown {
+            session: s(1),
+            by: Units(1)
+        }]
+    );
+    assert_eq!((w.units(), w.pool.queued()), ((3, 0), 1));
+}
+
 // ----- errors, the log, configuration ----------------------------------------------
 
 #[test]
@@ -1033,7 +1205,7 @@ fn operations_refuse_bad_input_without_changing_anything() {
     let before = w.units();
     let env = w.env.clone();
     assert!(matches!(
-        w.pool.enqueue(0.0, s(1), hdr(1, &[(1, 1)])),
+        w.pool.enqueue(0.0, s(1), hdr(1, &[(1, 1)]), &env),
         Err(poolrt::Error::AlreadyInPool(_))
     ));
     assert!(matches!(
@@ -1064,7 +1236,8 @@ fn operations_refuse_bad_input_without_changing_anything() {
 #[test]
 fn the_log_is_off_by_default() {
     let mut p = Pool::new(PoolConfig::default()).unwrap();
-    p.enqueue(0.0, SessionId(1), hdr(1, &[(1, 1)])).unwrap();
+    p.enqueue(0.0, SessionId(1), hdr(1, &[(1, 1)]), &TestEnv::default())
+        .unwrap();
     p.settle(0.0, &TestEnv::default()).unwrap();
     assert!(p.log().is_empty());
     assert_eq!(p.allocated(), Units(1));

@@ -217,6 +217,7 @@ key_list!(q_longest_prefix, row = 2, ctx = 0, [neg_row0, row1]);
 key_list!(q_aged, row = 2, ctx = 1, [aged_row1, row0]);
 key_list!(q_fits_first, row = 2, ctx = 2, [too_big_row0_ctx1, row1]);
 key_list!(q_nan_last, row = 1, ctx = 0, [row0_nan_at_1]);
+key_list!(q_shortest, row = 2, ctx = 0, [row0, row1]);
 // Evict key lists.
 key_list!(e_priority_last, row = 2, ctx = 0, [row0, row1]);
 key_list!(e_waiting_size, row = 2, ctx = 0, [row0, neg_row1]);
@@ -272,6 +273,17 @@ pub fn queue_fits_first(me: PoolRef) -> QueuePolicy {
                     target: Target::Pool(me),
                 }),
             ],
+        },
+    }
+}
+
+/// `queue by (units, priority)`: shortest job first; fixed keys.
+pub fn queue_shortest() -> QueuePolicy {
+    QueuePolicy::By {
+        keys: q_shortest(),
+        layout: Layout {
+            row: vec![Input::Units, Input::Attr(0)],
+            ctx: vec![],
         },
     }
 }

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 
 use poolrt::policy::KeyList;
 use poolrt::{
-    BlockKey, Enqueued, EntryId, Env, Error, Event, Grown, Input, Layout, Notice, PoolRef, Query,
-    QueryKind, Record, RunId, SessionId, Target, Units,
+    Admission, BlockKey, Enqueued, EntryId, Env, Error, Event, Grown, Input, Layout, Notice,
+    PoolRef, Query, QueryKind, Record, RunId, SessionId, Target, Units,
 };
 
 /// What the model is configured with (a mirror of `PoolConfig`).
@@ -473,22 +473,39 @@ impl Naive {
         Some((false, least(keys, &rows, &ctx)))
     }
 
-    /// One admission attempt; true when a hold was admitted.
-    fn attempt<E: Env>(&mut self, env: &E) -> bool {
+    /// One admission attempt: the selected hold, its hit, the units `decide` gives
+    /// it (`None` declines), the fit on `max(units, reserve)`, then the admission.
+    fn attempt<E: Env>(
+        &mut self,
+        env: &E,
+        decide: impl FnOnce(SessionId, Units, &NHold) -> Option<Units>,
+    ) -> Result<Admission, Error> {
         let Some((pre, i)) = self.select(env) else {
-            return false;
+            return Ok(Admission::Empty);
         };
-        let w = if pre {
+        let mut w = if pre {
             self.preempted[i].clone()
         } else {
             self.queue[i].clone()
         };
         let b = self.cfg.block;
         let hits = self.hit(&w.hold);
+        let hit_units = Units(hits.len() as u64 * b);
+        let Some(units) = decide(w.session, hit_units, &w.hold) else {
+            return Ok(Admission::Declined);
+        };
+        if units < hit_units {
+            return Err(Error::UnitsBelowHit {
+                session: w.session,
+                units,
+                hit: hit_units,
+            });
+        }
+        w.hold.units = units.0;
         let shared = hits.iter().filter(|&&x| self.blocks[x].holders > 0).count() as u64;
         let need = ceil_div(w.hold.units.max(w.hold.reserve), b) - shared;
         if !self.fits(need) {
-            return false;
+            return Ok(Admission::Blocked);
         }
         if pre {
             self.preempted.remove(i);
@@ -539,7 +556,11 @@ impl Naive {
             hit,
             units,
         });
-        true
+        Ok(Admission::Admitted {
+            session: w.session,
+            hit,
+            units,
+        })
     }
 
     // ----- release and preemption ----------------------------------------------------
@@ -651,10 +672,8 @@ impl Naive {
         Ok(Enqueued::Queued)
     }
 
-    pub fn settle<E: Env>(&mut self, now: f64, env: &E) -> Result<(), Error> {
-        self.check_time(now)?;
-        self.now = now;
-        self.notices.clear();
+    /// Waiting grows in failure order; false when one still does not fit.
+    fn grow_waiting<E: Env>(&mut self, env: &E) -> bool {
         while let Some(&session) = self.pending.first() {
             let at = self
                 .holders
@@ -665,7 +684,7 @@ impl Naive {
             let extra = ceil_div(self.holders[at].units + by, self.cfg.block)
                 - self.holders[at].blocks.len() as u64;
             if !self.fits(extra) {
-                return Ok(());
+                return false;
             }
             self.pending.remove(0);
             self.holders[at].pending = None;
@@ -679,7 +698,62 @@ impl Naive {
                 by: Units(by),
             });
         }
-        while self.attempt(env) {}
+        true
+    }
+
+    pub fn retry_grows<E: Env>(&mut self, now: f64, env: &E) -> Result<bool, Error> {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        Ok(self.grow_waiting(env))
+    }
+
+    pub fn settle<E: Env>(&mut self, now: f64, env: &E) -> Result<(), Error> {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        if !self.grow_waiting(env) {
+            return Ok(());
+        }
+        while let Admission::Admitted { .. } = self.attempt(env, |_, _, h| Some(Units(h.units)))? {}
+        Ok(())
+    }
+
+    pub fn admit_next<E: Env>(
+        &mut self,
+        now: f64,
+        env: &E,
+        decide: impl FnOnce(SessionId, Units, &NHold) -> Option<Units>,
+    ) -> Result<Admission, Error> {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        self.attempt(env, decide)
+    }
+
+    pub fn set_waiting_header(
+        &mut self,
+        session: SessionId,
+        units: Units,
+        reserve: Units,
+        max_hit: Option<Units>,
+    ) -> Result<(), Error> {
+        let cap = self.cfg.cap;
+        let b = self.cfg.block as u128;
+        let w = self
+            .preempted
+            .iter_mut()
+            .chain(self.queue.iter_mut())
+            .find(|w| w.session == session)
+            .ok_or(Error::NotWaiting(session))?;
+        if let Some(cap) = cap
+            && (units.0.max(reserve.0) as u128).div_ceil(b) * b > cap as u128
+        {
+            return Err(Error::NeverFits(session));
+        }
+        w.hold.units = units.0;
+        w.hold.reserve = reserve.0;
+        w.hold.max_hit = max_hit.map(|m| m.0);
         Ok(())
     }
 
