@@ -793,11 +793,17 @@ impl Pool {
             return Ok(Admission::Blocked);
         }
         let mut w = self.queue.take(pick);
-        w.header.units = units;
         self.waiting.remove(&session);
         let mut blocks = self.scratch.spare.pop().unwrap_or_default();
+        // The same walk as above (nothing changed since), before the header takes
+        // the chosen units: the hit was judged under the header's own limit.
         collect_hits(&self.store, &w.header, block, &mut blocks);
-        debug_assert_eq!(blocks.len() as u64, hit);
+        assert_eq!(
+            blocks.len() as u64,
+            hit,
+            "the hit changed within one attempt"
+        );
+        w.header.units = units;
         // Hit blocks are claimed first, so the evictions below cannot take them.
         for &b in &blocks {
             if self.store.refs(b) > 0 {

@@ -482,8 +482,16 @@ impl Driver {
             }
             Op::AdmitNext { extra, decline } => {
                 let extra = extra as u64 * self.setup.scale;
+                // Mostly what a stage gives (at most the header's units), sometimes
+                // more than the header asked for.
                 let choose = |hit: Units, header_units: u64| {
-                    (!decline).then(|| Units(hit.0 + (header_units - hit.0).min(extra)))
+                    (!decline).then(|| {
+                        if extra > 5 * self.setup.scale {
+                            Units(hit.0 + extra)
+                        } else {
+                            Units(hit.0 + (header_units - hit.0).min(extra))
+                        }
+                    })
                 };
                 let fast = self
                     .pool
