@@ -6,7 +6,7 @@
 
 use std::fmt;
 
-use crate::policy::KeyList;
+use crate::policy::{KeyList, Shape, SpillFns};
 use crate::types::{Limit, Units};
 
 /// A member of a pool family, as the spec numbers them (declaration index, member).
@@ -109,6 +109,18 @@ pub enum EvictPolicy {
     },
 }
 
+/// `spill TIER via LINK (work) when (pred)` (R12): the compiled `pred` and `work` on
+/// the entry site's layout, and where a written block goes. The engine evaluates
+/// them at each Evict moment and tells the host (`Notice::Spill`); the host puts the
+/// work on the link and hands the block to the tier when the write completes.
+#[derive(Clone, Debug)]
+pub struct SpillPolicy {
+    pub fns: SpillFns,
+    pub layout: Layout,
+    pub tier: PoolRef,
+    pub link: StageRef,
+}
+
 /// How a `queue by` key list is evaluated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum QueueIndex {
@@ -144,6 +156,7 @@ pub struct PoolConfig {
     pub preempt: Preempt,
     pub queue: QueuePolicy,
     pub queue_index: QueueIndex,
+    pub spill: Option<SpillPolicy>,
 }
 
 impl Default for PoolConfig {
@@ -156,6 +169,7 @@ impl Default for PoolConfig {
             preempt: Preempt::None,
             queue: QueuePolicy::Fifo,
             queue_index: QueueIndex::Auto,
+            spill: None,
         }
     }
 }
@@ -245,13 +259,12 @@ pub(crate) fn is_fixed(layout: &Layout) -> bool {
             .all(|i| matches!(i, Input::Attr(_) | Input::Units | Input::Reserve))
 }
 
-pub(crate) fn check_layout(site: Site, keys: &KeyList, layout: &Layout) -> Result<(), ConfigError> {
+pub(crate) fn check_layout(site: Site, shape: Shape, layout: &Layout) -> Result<(), ConfigError> {
     for (ctx, inputs) in [(false, &layout.row), (true, &layout.ctx)] {
         if let Some(&input) = inputs.iter().find(|&&i| !allowed(site, ctx, i)) {
             return Err(ConfigError::Input { site, ctx, input });
         }
     }
-    let shape = keys.shape();
     if shape.row > layout.row.len() || shape.ctx > layout.ctx.len() {
         return Err(ConfigError::Shape {
             site,

@@ -3,6 +3,7 @@
 //! differential tests compare. Notices are the subset a host needs to drive its
 //! sessions (who was admitted, grown or preempted) and are always kept.
 
+use crate::config::{PoolRef, StageRef};
 use crate::types::{BlockKey, EntryId, SessionId, Units};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -33,6 +34,15 @@ pub enum Event {
     },
     /// The holder ended its hold; `cached` units became a new entry (R14).
     Release { session: SessionId, cached: Units },
+    /// R12: the block just evicted is written to the tier, putting `work` on the
+    /// link (logged right after its `Evict`).
+    Spill {
+        entry: EntryId,
+        session: SessionId,
+        key: BlockKey,
+        units: Units,
+        work: f64,
+    },
 }
 
 /// One logged event with the pool's state right after it.
@@ -45,7 +55,7 @@ pub struct Record {
 }
 
 /// What the host learns from an operation beyond its return value.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Notice {
     /// The hold was admitted: it holds `units`, of which `hit` were found computed.
     Admitted {
@@ -58,4 +68,15 @@ pub enum Notice {
     /// The holder was preempted and waits again at the head of the queue; a step
     /// host takes its job off the stage.
     Preempted { session: SessionId },
+    /// R12: put `work` on `link`; when the write completes, the block (`key`, of
+    /// `session`'s entry released at `last`) joins `tier`'s cache.
+    Spill {
+        session: SessionId,
+        key: BlockKey,
+        last: f64,
+        units: Units,
+        work: f64,
+        tier: PoolRef,
+        link: StageRef,
+    },
 }

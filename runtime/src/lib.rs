@@ -22,7 +22,7 @@ pub mod types;
 
 pub use config::{
     ConfigError, EvictPolicy, Input, Layout, PoolConfig, PoolRef, Preempt, Query, QueryKind,
-    QueueIndex, QueuePolicy, StageRef, Target,
+    QueueIndex, QueuePolicy, SpillPolicy, StageRef, Target,
 };
 pub use env::Env;
 pub use error::Error;

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use crate::cache::{Entry, NIL, Store};
 use crate::config::{
     EvictPolicy, Input, Layout, PoolConfig, PoolRef, Preempt, Query, QueryKind, QueueIndex,
-    QueuePolicy, Site, Target, check_layout, is_fixed,
+    QueuePolicy, Site, SpillPolicy, Target, check_layout, is_fixed,
 };
 use crate::env::Env;
 use crate::error::Error;
@@ -109,18 +109,15 @@ struct Snapshots {
 }
 
 impl Snapshots {
-    fn new(layout: Option<&Layout>) -> Snapshots {
-        let mut attrs: Vec<u32> = layout
-            .map(|l| {
-                l.row
-                    .iter()
-                    .filter_map(|i| match i {
-                        Input::Attr(a) => Some(*a),
-                        _ => None,
-                    })
-                    .collect()
+    fn new(layouts: &[&Layout]) -> Snapshots {
+        let mut attrs: Vec<u32> = layouts
+            .iter()
+            .flat_map(|l| &l.row)
+            .filter_map(|i| match i {
+                Input::Attr(a) => Some(*a),
+                _ => None,
             })
-            .unwrap_or_default();
+            .collect();
         attrs.sort_unstable();
         attrs.dedup();
         Snapshots {
@@ -245,6 +242,7 @@ pub struct Pool {
     evict: EvictPolicy,
     preempt: Preempt,
     queue_policy: QueuePolicy,
+    spill: Option<SpillPolicy>,
     store: Store,
     holders: Vec<Option<Holder>>,
     free_holders: Vec<u32>,
@@ -271,15 +269,17 @@ impl Pool {
             return Err(ConfigError::ZeroBlock);
         }
         if let QueuePolicy::By { keys, layout } = &config.queue {
-            check_layout(Site::Queue, keys, layout)?;
+            check_layout(Site::Queue, keys.shape(), layout)?;
         }
-        let entry_layout = match &config.evict {
-            EvictPolicy::By { keys, layout } => {
-                check_layout(Site::Entry, keys, layout)?;
-                Some(layout)
-            }
-            EvictPolicy::Lru => None,
-        };
+        let mut entry_layouts = Vec::new();
+        if let EvictPolicy::By { keys, layout } = &config.evict {
+            check_layout(Site::Entry, keys.shape(), layout)?;
+            entry_layouts.push(layout);
+        }
+        if let Some(spill) = &config.spill {
+            check_layout(Site::Entry, spill.fns.shape(), &spill.layout)?;
+            entry_layouts.push(&spill.layout);
+        }
         let block = config.block.0;
         let queue = match &config.queue {
             QueuePolicy::By { keys, layout }
@@ -297,10 +297,11 @@ impl Pool {
                 Limit::Unbounded => None,
             },
             block,
-            snaps: Snapshots::new(entry_layout),
+            snaps: Snapshots::new(&entry_layouts),
             evict: config.evict,
             preempt: config.preempt,
             queue_policy: config.queue,
+            spill: config.spill,
             store: Store::default(),
             holders: Vec::new(),
             free_holders: Vec::new(),
@@ -914,20 +915,55 @@ impl Pool {
             ),
         }
         .expect("a fit was judged with room the cache cannot give");
-        let (entry, session) = {
+        let (entry, session, last) = {
             let e = self.store.entry(slot);
-            (e.id, e.session)
+            (e.id, e.session, e.last)
         };
+        // R12: `pred` and `work` see the entry as it is at this moment, before its
+        // tail leaves (`size` counts the block being written).
+        let spill = self.spill.as_ref().and_then(|sp| {
+            spill_work(
+                &self.store,
+                &self.queue,
+                &self.snaps,
+                &mut self.scratch,
+                sp,
+                slot,
+                self.block,
+                self.now,
+                env,
+            )
+        });
         let (key, gone) = self.store.evict_tail(slot);
         if let Some(gone) = gone {
             self.snaps.release(gone.snap, gone.session);
         }
+        let units = Units(self.block);
         self.record(Event::Evict {
             entry,
             session,
             key,
-            units: Units(self.block),
+            units,
         });
+        if let (Some(work), Some(sp)) = (spill, &self.spill) {
+            let (tier, link) = (sp.tier, sp.link);
+            self.record(Event::Spill {
+                entry,
+                session,
+                key,
+                units,
+                work,
+            });
+            self.notices.push(Notice::Spill {
+                session,
+                key,
+                last,
+                units,
+                work,
+                tier,
+                link,
+            });
+        }
     }
 
     /// The next hold to try (R8): the most recently preempted, else the first in
@@ -1176,33 +1212,97 @@ fn select_entry<E: Env + ?Sized>(
     scratch.rows.resize(n * stride, 0.0);
     for (i, slot) in store.entry_slots().enumerate() {
         scratch.slots.push(slot);
-        let e: &Entry = store.entry(slot);
-        let live = env.attrs(e.session);
         let row = &mut scratch.rows[i * stride..(i + 1) * stride];
-        for (value, input) in row.iter_mut().zip(&layout.row) {
-            *value = match *input {
-                Input::Attr(a) => match live {
-                    Some(attrs) => attr(attrs, a, e.session),
-                    None => snaps.value(e.snap, a),
-                },
-                Input::Size => (e.blocks * block) as f64,
-                Input::Last => e.last,
-                Input::Waiting => scratch.counts[slot as usize] as f64,
-                other => unreachable!("validated entry row input {other:?}"),
-            };
-        }
+        fill_entry_row(
+            row,
+            &layout.row,
+            store,
+            slot,
+            snaps,
+            &scratch.counts,
+            block,
+            env,
+        );
     }
-    scratch.ctx.clear();
-    for input in &layout.ctx {
-        scratch.ctx.push(match *input {
+    fill_entry_ctx(&mut scratch.ctx, &layout.ctx, block, now);
+    let i = keys.select(&scratch.rows, n, stride, &scratch.ctx)?;
+    Some(scratch.slots[i])
+}
+
+/// One entry row (S2, S3): the session's attributes (current while it lives, else
+/// its snapshot), `size`, `last`, `waiting` (from `counts`, filled when read).
+#[allow(clippy::too_many_arguments)]
+fn fill_entry_row<E: Env + ?Sized>(
+    row: &mut [f64],
+    inputs: &[Input],
+    store: &Store,
+    slot: u32,
+    snaps: &Snapshots,
+    counts: &[u32],
+    block: u64,
+    env: &E,
+) {
+    let e: &Entry = store.entry(slot);
+    let live = env.attrs(e.session);
+    for (value, input) in row.iter_mut().zip(inputs) {
+        *value = match *input {
+            Input::Attr(a) => match live {
+                Some(attrs) => attr(attrs, a, e.session),
+                None => snaps.value(e.snap, a),
+            },
+            Input::Size => (e.blocks * block) as f64,
+            Input::Last => e.last,
+            Input::Waiting => counts[slot as usize] as f64,
+            other => unreachable!("validated entry row input {other:?}"),
+        };
+    }
+}
+
+/// The entry sites' ctx: `now`, and `units` = one block (R12: a moment writes one).
+fn fill_entry_ctx(ctx: &mut Vec<f64>, inputs: &[Input], block: u64, now: f64) {
+    ctx.clear();
+    for input in inputs {
+        ctx.push(match *input {
             Input::Now => now,
-            // R12: a spill moment writes one block.
             Input::SpillUnits => block as f64,
             other => unreachable!("validated entry ctx input {other:?}"),
         });
     }
-    let i = keys.select(&scratch.rows, n, stride, &scratch.ctx)?;
-    Some(scratch.slots[i])
+}
+
+/// R12 at one Evict moment: `Some(work)` when the spill predicate is non-zero (NaN
+/// counts as true, E2) for the entry whose tail is about to leave.
+#[allow(clippy::too_many_arguments)]
+fn spill_work<E: Env + ?Sized>(
+    store: &Store,
+    queue: &Queue,
+    snaps: &Snapshots,
+    scratch: &mut Scratch,
+    spill: &SpillPolicy,
+    slot: u32,
+    block: u64,
+    now: f64,
+    env: &E,
+) -> Option<f64> {
+    let layout = &spill.layout;
+    if layout.row.contains(&Input::Waiting) {
+        waiting_counts(store, queue, block, scratch);
+    }
+    scratch.rows.clear();
+    scratch.rows.resize(layout.row.len(), 0.0);
+    fill_entry_row(
+        &mut scratch.rows,
+        &layout.row,
+        store,
+        slot,
+        snaps,
+        &scratch.counts,
+        block,
+        env,
+    );
+    fill_entry_ctx(&mut scratch.ctx, &layout.ctx, block, now);
+    let pred = spill.fns.pred(&scratch.rows, &scratch.ctx);
+    (pred != 0.0).then(|| spill.fns.work(&scratch.rows, &scratch.ctx))
 }
 
 /// S2 `waiting`: per entry slot, the waiting holds whose hit walk (as if admitted

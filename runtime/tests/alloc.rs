@@ -149,6 +149,7 @@ fn admissions_allocate_nothing_once_warm() {
         block: Units(4),
         queue: queue_by_priority(),
         evict: evict_by_priority(),
+        spill: Some(spill_policy(false)),
         ..PoolConfig::default()
     });
     steady_state(PoolConfig {

@@ -136,6 +136,9 @@ struct Setup {
     lifo: bool,
     /// Force the compiled scan even for fixed keys (else the index takes them).
     scan: bool,
+    /// `None`: no spill; `Some(always)`: spill with `size >= 8` or an always-true
+    /// (NaN) predicate.
+    spill: Option<bool>,
 }
 
 fn setup() -> impl Strategy<Value = Setup> {
@@ -160,16 +163,20 @@ fn setup() -> impl Strategy<Value = Setup> {
         ],
         any::<bool>(),
         any::<bool>(),
+        proptest::option::of(any::<bool>()),
     )
-        .prop_map(|((block, scale), cap, queue, evict, lifo, scan)| Setup {
-            block,
-            scale,
-            cap: cap.map(|(blocks, rem)| blocks * block + rem % block),
-            queue,
-            evict,
-            lifo,
-            scan,
-        })
+        .prop_map(
+            |((block, scale), cap, queue, evict, lifo, scan, spill)| Setup {
+                block,
+                scale,
+                cap: cap.map(|(blocks, rem)| blocks * block + rem % block),
+                queue,
+                evict,
+                lifo,
+                scan,
+                spill,
+            },
+        )
 }
 
 const ME: PoolRef = PoolRef { pool: 0, member: 0 };
@@ -225,6 +232,7 @@ fn build(setup: &Setup) -> (Pool, Naive) {
         } else {
             QueueIndex::Auto
         },
+        spill: setup.spill.map(spill_policy),
     })
     .expect("valid config");
     pool.set_logging(true);
@@ -235,6 +243,7 @@ fn build(setup: &Setup) -> (Pool, Naive) {
         queue: naive_queue,
         evict: naive_evict,
         lifo: setup.lifo,
+        spill: setup.spill.map(spill_policy),
     });
     (pool, naive)
 }
@@ -279,6 +288,7 @@ impl Seen {
             Event::Evict { .. } => "evict",
             Event::Release { cached, .. } if cached.0 > 0 => "release caching",
             Event::Release { .. } => "release",
+            Event::Spill { .. } => "spill",
         };
         *self.kinds.entry(kind).or_insert(0) += 1;
     }
@@ -688,6 +698,7 @@ fn the_generator_reaches_every_event() {
         "evict",
         "release",
         "release caching",
+        "spill",
     ] {
         let n = seen.kinds.get(kind).copied().unwrap_or(0);
         assert!(

@@ -892,6 +892,84 @@ fn r11_what_remains_keeps_its_release_order() {
     );
 }
 
+// ----- R12 ------------------------------------------------------------------------
+
+#[test]
+fn r12_spill_writes_evicted_blocks_when_pred_holds() {
+    // Block 4, cap 20 (5 blocks), `spill … (units * 3 + last) when (size >= 8)`. A
+    // caches run 1 (16 units) at t=2. B needs 4 new blocks: 0 + 4 + 4 > 5 → three
+    // Evict moments, the entry's size being 16, 12, 8: all three blocks are written
+    // (work = 4 * 3 + 2 = 14 each). C then needs 1 block: the entry has 4 units left,
+    // 4 < 8, so that eviction writes nothing.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(20)),
+        block: Units(4),
+        spill: Some(spill_policy(false)),
+        ..PoolConfig::default()
+    });
+    w.at(2.0);
+    w.enqueue(1, hdr(16, &[(1, 16)]));
+    w.compute(1, 16);
+    w.release(1);
+    w.events();
+    w.enqueue(2, hdr(16, &[(2, 16)]));
+    let spilled: Vec<_> = w
+        .pool
+        .notices()
+        .iter()
+        .filter_map(|n| match n {
+            Notice::Spill {
+                session,
+                key,
+                last,
+                units,
+                work,
+                ..
+            } => Some((session.0, *key, *last, units.0, *work)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        spilled,
+        vec![
+            (1, key(1, 15), 2.0, 4, 14.0),
+            (1, key(1, 11), 2.0, 4, 14.0),
+            (1, key(1, 7), 2.0, 4, 14.0),
+        ]
+    );
+    let ev = w.events();
+    // Each Spill follows its Evict.
+    assert!(matches!(ev[1], Event::Evict { key: k, .. } if k == key(1, 15)));
+    assert!(matches!(ev[2], Event::Spill { key: k, work, .. } if k == key(1, 15) && work == 14.0));
+    w.enqueue(3, hdr(4, &[(3, 4)]));
+    let ev = w.events();
+    assert_eq!(
+        ev.iter()
+            .filter(|e| matches!(e, Event::Evict { .. }))
+            .count(),
+        1
+    );
+    assert!(!ev.iter().any(|e| matches!(e, Event::Spill { .. })));
+}
+
+#[test]
+fn r12_a_nan_predicate_is_true() {
+    // E2: NaN is non-zero, so `when (NaN)` spills every evicted block.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(2)),
+        spill: Some(spill_policy(true)),
+        ..PoolConfig::default()
+    });
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.compute(1, 2);
+    w.release(1);
+    w.events();
+    w.enqueue(2, hdr(1, &[(2, 1)]));
+    let ev = w.events();
+    assert!(matches!(ev[1], Event::Evict { .. }));
+    assert!(matches!(ev[2], Event::Spill { work, .. } if work == 3.0));
+}
+
 // ----- R13 ------------------------------------------------------------------------
 
 #[test]

@@ -351,3 +351,43 @@ pub fn evict_all_nan() -> EvictPolicy {
         layout: Layout::default(),
     }
 }
+
+/// `when (size >= 8)`: row slot 0 is `size`.
+pub unsafe extern "C" fn size_at_least_8(row: *const f64, _ctx: *const f64) -> f64 {
+    // SAFETY: the shape covers row slot 0.
+    if unsafe { *row } >= 8.0 { 1.0 } else { 0.0 }
+}
+
+/// `(units * 3 + last)`: ctx slot 1 is `units`, row slot 1 is `last`.
+pub unsafe extern "C" fn units_3_plus_last(row: *const f64, ctx: *const f64) -> f64 {
+    // SAFETY: the shape covers row slot 1 and ctx slot 1.
+    unsafe { *ctx.add(1) * 3.0 + *row.add(1) }
+}
+
+/// `spill host via pcie (units * 3 + last) when (size >= 8)`, or with a NaN
+/// predicate (`when (nan)`, always true by E2) when `always`.
+pub fn spill_policy(always: bool) -> poolrt::SpillPolicy {
+    let pred: poolrt::policy::KeyFn = if always { nan_key } else { size_at_least_8 };
+    // SAFETY: both functions read at most 2 row and 2 ctx slots and are plain
+    // functions of this process.
+    let fns = unsafe {
+        poolrt::policy::SpillFns::new(
+            pred,
+            units_3_plus_last,
+            poolrt::policy::Shape { row: 2, ctx: 2 },
+            poolrt::policy::CodeHandle::process(),
+        )
+    };
+    poolrt::SpillPolicy {
+        fns,
+        layout: Layout {
+            row: vec![Input::Size, Input::Last],
+            ctx: vec![Input::Now, Input::SpillUnits],
+        },
+        tier: PoolRef { pool: 1, member: 0 },
+        link: poolrt::StageRef {
+            stage: 0,
+            member: 0,
+        },
+    }
+}

@@ -26,6 +26,7 @@ pub struct NaiveConfig {
     pub queue: Option<(KeyList, Layout)>,
     pub evict: Option<(KeyList, Layout)>,
     pub lifo: bool,
+    pub spill: Option<poolrt::SpillPolicy>,
 }
 
 /// A hold as enqueued: header values and content runs `(id, len)`.
@@ -360,33 +361,23 @@ impl Naive {
                 let rows: Vec<Vec<f64>> = self
                     .entries
                     .iter()
-                    .map(|e| {
-                        let attrs = self.attrs_for_entry(env, e);
-                        layout
-                            .row
-                            .iter()
-                            .map(|input| match *input {
-                                Input::Attr(a) => attrs[a as usize],
-                                Input::Size => (e.blocks.len() as u64 * self.cfg.block) as f64,
-                                Input::Last => e.last,
-                                Input::Waiting => self.waiting_on(e),
-                                _ => panic!("naive: bad entry row input"),
-                            })
-                            .collect()
-                    })
+                    .map(|e| self.entry_row(env, e, layout))
                     .collect();
-                let ctx: Vec<f64> = layout
-                    .ctx
-                    .iter()
-                    .map(|input| match *input {
-                        Input::Now => self.now,
-                        Input::SpillUnits => self.cfg.block as f64,
-                        _ => panic!("naive: bad entry ctx input"),
-                    })
-                    .collect();
-                least(keys, &rows, &ctx)
+                least(keys, &rows, &self.entry_ctx(layout))
             }
         };
+        // R12: the spill predicate and work see the entry before its tail leaves.
+        let spill = self.cfg.spill.as_ref().and_then(|sp| {
+            let e = &self.entries[chosen];
+            let row = self.entry_row(env, e, &sp.layout);
+            let ctx = self.entry_ctx(&sp.layout);
+            let pred = sp.fns.pred(&row, &ctx);
+            if pred.is_nan() || pred != 0.0 {
+                Some((sp.fns.work(&row, &ctx), sp.tier, sp.link, e.last))
+            } else {
+                None
+            }
+        });
         let entry = &mut self.entries[chosen];
         let tail = entry.blocks.pop().expect("entries are never empty");
         let (id, session) = (entry.id, entry.session);
@@ -395,12 +386,58 @@ impl Naive {
         }
         let key = self.blocks[tail].key.expect("cached blocks have keys");
         self.kill(tail);
+        let units = Units(self.cfg.block);
         self.push_log(Event::Evict {
             entry: EntryId(id),
             session,
             key,
-            units: Units(self.cfg.block),
+            units,
         });
+        if let Some((work, tier, link, last)) = spill {
+            self.push_log(Event::Spill {
+                entry: EntryId(id),
+                session,
+                key,
+                units,
+                work,
+            });
+            self.notices.push(Notice::Spill {
+                session,
+                key,
+                last,
+                units,
+                work,
+                tier,
+                link,
+            });
+        }
+    }
+
+    fn entry_row<E: Env>(&self, env: &E, e: &NEntry, layout: &Layout) -> Vec<f64> {
+        let attrs = self.attrs_for_entry(env, e);
+        layout
+            .row
+            .iter()
+            .map(|input| match *input {
+                Input::Attr(a) => attrs[a as usize],
+                Input::Size => (e.blocks.len() as u64 * self.cfg.block) as f64,
+                Input::Last => e.last,
+                Input::Waiting => self.waiting_on(e),
+                _ => panic!("naive: bad entry row input"),
+            })
+            .collect()
+    }
+
+    fn entry_ctx(&self, layout: &Layout) -> Vec<f64> {
+        layout
+            .ctx
+            .iter()
+            .map(|input| match *input {
+                Input::Now => self.now,
+                Input::SpillUnits => self.cfg.block as f64,
+                _ => panic!("naive: bad entry ctx input"),
+            })
+            .collect()
     }
 
     fn make_room<E: Env>(&mut self, new_blocks: u64, env: &E) {
