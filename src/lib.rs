@@ -4,6 +4,7 @@
 
 pub mod codegen;
 pub mod diag;
+pub mod eval;
 pub mod interp;
 pub mod ir;
 pub mod sema;

@@ -263,47 +263,103 @@ impl Translator<'_> {
                 let x = self.expr(x, row);
                 self.b.ins().fneg(x)
             }
-            Expr::Unary(UnaryOp::Not, x) => {
-                let x = self.expr(x, row);
-                let zero = self.b.ins().f64const(0.0);
-                let is_zero = self.b.ins().fcmp(FloatCC::Equal, x, zero);
-                self.bool_to_f64(is_zero)
+            _ if is_lazy_logic(e) => self.logic_value(e, row),
+            Expr::Unary(UnaryOp::Not, _) | Expr::Binary(..) if is_boolean(e) => {
+                let t = self.strict_truth(e, row);
+                self.bool_to_f64(t)
             }
-            Expr::Binary(BinaryOp::And, a, b) => self.logic(true, a, b, row),
-            Expr::Binary(BinaryOp::Or, a, b) => self.logic(false, a, b, row),
             Expr::Binary(op, a, b) => {
                 let a = self.expr(a, row);
                 let b = self.expr(b, row);
-                self.binary(*op, a, b)
+                self.arith(*op, a, b)
             }
             Expr::Cond(c, a, b) => self.cond(c, a, b, row),
             Expr::Call(f, args) => self.call(*f, args, row),
+            Expr::Unary(UnaryOp::Not, _) => unreachable!("`!` is boolean"),
         }
     }
 
-    /// Strict binary operators (everything but `&&` and `||`).
-    fn binary(&mut self, op: BinaryOp, a: Value, b: Value) -> Value {
-        let cc = match op {
-            BinaryOp::Add => return self.b.ins().fadd(a, b),
-            BinaryOp::Sub => return self.b.ins().fsub(a, b),
-            BinaryOp::Mul => return self.b.ins().fmul(a, b),
-            BinaryOp::Div => return self.b.ins().fdiv(a, b),
+    /// Arithmetic operators.
+    fn arith(&mut self, op: BinaryOp, a: Value, b: Value) -> Value {
+        match op {
+            BinaryOp::Add => self.b.ins().fadd(a, b),
+            BinaryOp::Sub => self.b.ins().fsub(a, b),
+            BinaryOp::Mul => self.b.ins().fmul(a, b),
+            BinaryOp::Div => self.b.ins().fdiv(a, b),
             BinaryOp::Rem => {
                 let fmod = self.fmod.expect("fmod is imported wherever % appears");
                 let call = self.b.ins().call(fmod, &[a, b]);
-                return self.b.inst_results(call)[0];
+                self.b.inst_results(call)[0]
             }
-            // IEEE comparisons: false on NaN except `!=`, as Rust's operators.
-            BinaryOp::Eq => FloatCC::Equal,
-            BinaryOp::Ne => FloatCC::NotEqual,
-            BinaryOp::Lt => FloatCC::LessThan,
-            BinaryOp::Le => FloatCC::LessThanOrEqual,
-            BinaryOp::Gt => FloatCC::GreaterThan,
-            BinaryOp::Ge => FloatCC::GreaterThanOrEqual,
-            BinaryOp::And | BinaryOp::Or => unreachable!("lazy operators are lowered by logic()"),
-        };
-        let c = self.b.ins().fcmp(cc, a, b);
-        self.bool_to_f64(c)
+            _ => unreachable!("{op:?} is not arithmetic"),
+        }
+    }
+
+    /// The truth (an i8, 0 or 1) of an expression that is not a lazy `&&`/`||`:
+    /// comparisons test their operands directly (IEEE: false on NaN except `!=`,
+    /// as Rust's operators), `!` inverts, anything else is tested against zero.
+    fn strict_truth(&mut self, e: &Expr, row: Option<Value>) -> Value {
+        match e {
+            Expr::Binary(op, a, b) if comparison(*op).is_some() => {
+                let cc = comparison(*op).expect("guarded");
+                let a = self.expr(a, row);
+                let b = self.expr(b, row);
+                self.b.ins().fcmp(cc, a, b)
+            }
+            Expr::Unary(UnaryOp::Not, x) => {
+                let t = self.strict_truth(x, row);
+                self.b.ins().bxor_imm_u(t, 1)
+            }
+            _ => {
+                let v = self.expr(e, row);
+                self.truth(v)
+            }
+        }
+    }
+
+    /// Jumps to `then` when `e` is true (E2) and to `otherwise` when not, deciding
+    /// `&&`, `||` and `!` by control flow alone: the right side of `&&`/`||` is
+    /// reached only when the left does not decide.
+    fn branch(&mut self, e: &Expr, row: Option<Value>, then: ir::Block, otherwise: ir::Block) {
+        match e {
+            Expr::Const(c) => {
+                let target = if *c != 0.0 { then } else { otherwise };
+                self.b.ins().jump(target, &[]);
+            }
+            Expr::Unary(UnaryOp::Not, x) => self.branch(x, row, otherwise, then),
+            Expr::Binary(BinaryOp::And, a, b) => {
+                let right = self.b.create_block();
+                self.branch(a, row, right, otherwise);
+                self.b.switch_to_block(right);
+                self.branch(b, row, then, otherwise);
+            }
+            Expr::Binary(BinaryOp::Or, a, b) => {
+                let right = self.b.create_block();
+                self.branch(a, row, then, right);
+                self.b.switch_to_block(right);
+                self.branch(b, row, then, otherwise);
+            }
+            _ => {
+                let t = self.strict_truth(e, row);
+                self.b.ins().brif(t, then, &[], otherwise, &[]);
+            }
+        }
+    }
+
+    /// The 1.0/0.0 value of a lazy `&&`/`||` (or `!` of one), by jump code.
+    fn logic_value(&mut self, e: &Expr, row: Option<Value>) -> Value {
+        let yes = self.b.create_block();
+        let no = self.b.create_block();
+        let merge = self.b.create_block();
+        let result = self.b.append_block_param(merge, F64);
+        self.branch(e, row, yes, no);
+        for (block, value) in [(yes, 1.0), (no, 0.0)] {
+            self.b.switch_to_block(block);
+            let v = self.b.ins().f64const(value);
+            self.b.ins().jump(merge, &[BlockArg::Value(v)]);
+        }
+        self.b.switch_to_block(merge);
+        result
     }
 
     fn call(&mut self, f: Builtin, args: &[Expr], row: Option<Value>) -> Value {
@@ -326,42 +382,20 @@ impl Translator<'_> {
         }
     }
 
-    /// `a && b` (`and`) or `a || b`: `b` runs only when `a` does not decide (E2).
-    fn logic(&mut self, and: bool, a: &Expr, b: &Expr, row: Option<Value>) -> Value {
-        let a = self.expr(a, row);
-        let a_true = self.truth(a);
-        let rhs = self.b.create_block();
-        let merge = self.b.create_block();
-        let result = self.b.append_block_param(merge, F64);
-        if and {
-            let zero = self.b.ins().f64const(0.0);
-            self.b
-                .ins()
-                .brif(a_true, rhs, &[], merge, &[BlockArg::Value(zero)]);
-        } else {
-            let one = self.b.ins().f64const(1.0);
-            self.b
-                .ins()
-                .brif(a_true, merge, &[BlockArg::Value(one)], rhs, &[]);
-        }
-        self.b.switch_to_block(rhs);
-        let b = self.expr(b, row);
-        let b_true = self.truth(b);
-        let b = self.bool_to_f64(b_true);
-        self.b.ins().jump(merge, &[BlockArg::Value(b)]);
-        self.b.switch_to_block(merge);
-        result
-    }
-
-    /// `c ? a : b`, evaluating only the arm taken.
+    /// `c ? a : b`, evaluating only the arm taken. When both arms are constants
+    /// there is nothing to skip, so a strict condition picks one without a branch.
     fn cond(&mut self, c: &Expr, a: &Expr, b: &Expr, row: Option<Value>) -> Value {
-        let c = self.expr(c, row);
-        let c_true = self.truth(c);
+        if let (Expr::Const(x), Expr::Const(y)) = (a, b)
+            && !is_lazy_logic(c)
+        {
+            let t = self.strict_truth(c, row);
+            return self.pick(t, *x, *y);
+        }
         let then_block = self.b.create_block();
         let else_block = self.b.create_block();
         let merge = self.b.create_block();
         let result = self.b.append_block_param(merge, F64);
-        self.b.ins().brif(c_true, then_block, &[], else_block, &[]);
+        self.branch(c, row, then_block, else_block);
         for (block, arm) in [(then_block, a), (else_block, b)] {
             self.b.switch_to_block(block);
             let v = self.expr(arm, row);
@@ -377,10 +411,17 @@ impl Translator<'_> {
         self.b.ins().fcmp(FloatCC::NotEqual, x, zero)
     }
 
-    fn bool_to_f64(&mut self, c: Value) -> Value {
-        let one = self.b.ins().f64const(1.0);
-        let zero = self.b.ins().f64const(0.0);
-        self.b.ins().select(c, one, zero)
+    fn bool_to_f64(&mut self, t: Value) -> Value {
+        self.pick(t, 1.0, 0.0)
+    }
+
+    /// `t ? x : y` for constants, as an integer select of their bits: a float select
+    /// becomes a branch on x86-64, an integer one a `cmov`.
+    fn pick(&mut self, t: Value, x: f64, y: f64) -> Value {
+        let x = self.b.ins().iconst(I64, x.to_bits() as i64);
+        let y = self.b.ins().iconst(I64, y.to_bits() as i64);
+        let bits = self.b.ins().select(t, x, y);
+        self.b.ins().bitcast(F64, MemFlagsData::new(), bits)
     }
 
     /// Maps a key to an i64 whose signed order is E5's order on f64: −0 becomes +0,
@@ -388,15 +429,18 @@ impl Translator<'_> {
     /// get their magnitude bits flipped so that larger magnitudes sort lower. No
     /// branches: this runs once per key per row in `select`.
     fn order_bits(&mut self, x: Value) -> Value {
+        // x + 0.0 is exact, so it changes only −0, to +0 (round to nearest, which the
+        // ABI requires). Cranelift folds fadd only when both sides are constants.
         let zero = self.b.ins().f64const(0.0);
-        let is_zero = self.b.ins().fcmp(FloatCC::Equal, x, zero);
-        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
-        let bits = self.b.ins().bitcast(I64, MemFlagsData::new(), x);
-        let int_zero = self.b.ins().iconst(I64, 0);
-        let bits = self.b.ins().select(is_zero, int_zero, bits);
+        let x_or_pos_zero = self.b.ins().fadd(x, zero);
+        let bits = self
+            .b
+            .ins()
+            .bitcast(I64, MemFlagsData::new(), x_or_pos_zero);
         let sign = self.b.ins().sshr_imm_u(bits, 63);
         let flip = self.b.ins().ushr_imm_u(sign, 1);
         let ordered = self.b.ins().bxor(bits, flip);
+        let is_nan = self.b.ins().fcmp(FloatCC::Unordered, x, x);
         let nan = self.b.ins().iconst(I64, i64::MAX);
         self.b.ins().select(is_nan, nan, ordered)
     }
@@ -432,9 +476,8 @@ impl Translator<'_> {
     }
 
     /// `select(rows, n, stride, ctx)`: one loop keeping the best row's index and its
-    /// keys' order bits. A row's key j is computed only when keys 0..j tie with the
-    /// best, and a row replaces the best only when strictly less, so ties keep the
-    /// lowest index.
+    /// keys' order bits. A row replaces the best only when strictly less, so ties
+    /// keep the lowest index. The loop is bottom-tested and walks a row pointer.
     fn select(&mut self, keys: &[&Expr], rows: Value, n: Value, stride: Value) {
         let empty = self.b.create_block();
         let init = self.b.create_block();
@@ -472,29 +515,19 @@ impl Translator<'_> {
         self.b.switch_to_block(body);
         let row = self.b.use_var(cursor);
         let i = self.b.use_var(index);
-        for (j, key) in keys.iter().enumerate() {
-            let k = self.key_order(key, row);
-            let held = self.b.use_var(best_keys[j]);
-            let take = self.b.create_block();
-            let less = self.b.ins().icmp(IntCC::SignedLessThan, k, held);
-            let not_less = self.b.create_block();
-            self.b.ins().brif(less, take, &[], not_less, &[]);
-            self.b.switch_to_block(not_less);
-            if j + 1 < keys.len() {
-                let tie = self.b.create_block();
-                let equal = self.b.ins().icmp(IntCC::Equal, k, held);
-                self.b.ins().brif(equal, tie, &[], next, &[]);
-                self.b.switch_to_block(take);
-                self.take(keys, &best_keys, j, k, row, best, i, next);
-                self.b.switch_to_block(tie);
-            } else {
-                self.b.ins().jump(next, &[]);
-                self.b.switch_to_block(take);
-                self.take(keys, &best_keys, j, k, row, best, i, next);
-            }
-        }
-        if keys.is_empty() {
-            self.b.ins().jump(next, &[]);
+        let held = Held {
+            keys: &best_keys,
+            best,
+            index: i,
+            next,
+        };
+        // Measured (docs/PERFORMANCE.md): with every key cheap, one predictable branch
+        // per row beats a branch per key whose outcome on ties is random; when a key
+        // branches anyway, leaving the row at its first greater key is faster.
+        if keys.len() >= 2 && keys.iter().all(|k| is_cheap(k)) {
+            self.compare_eager(keys, row, &held);
+        } else {
+            self.compare_lazy(keys, row, &held);
         }
 
         self.b.switch_to_block(next);
@@ -512,27 +545,69 @@ impl Translator<'_> {
         self.b.ins().return_(&[result]);
     }
 
-    /// The row at `index` beat the best at key `j` (its keys before `j` tie, so the
-    /// held order bits stay right): record it, computing its remaining keys.
-    #[allow(clippy::too_many_arguments)]
-    fn take(
-        &mut self,
-        keys: &[&Expr],
-        best_keys: &[Variable],
-        j: usize,
-        k: Value,
-        row: Value,
-        best: Variable,
-        index: Value,
-        next: ir::Block,
-    ) {
-        self.b.def_var(best_keys[j], k);
-        for (key, var) in keys.iter().zip(best_keys).skip(j + 1) {
+    /// Every key of the row, then one branch on "strictly less" computed without
+    /// branches: for cheap keys this beats a branch per key, whose outcome on ties
+    /// the predictor cannot guess.
+    fn compare_eager(&mut self, keys: &[&Expr], row: Value, held: &Held<'_>) {
+        let ks: Vec<Value> = keys.iter().map(|k| self.key_order(k, row)).collect();
+        let hs: Vec<Value> = held.keys.iter().map(|v| self.b.use_var(*v)).collect();
+        let last = ks.len() - 1;
+        let mut less = self.b.ins().icmp(IntCC::SignedLessThan, ks[last], hs[last]);
+        for j in (0..last).rev() {
+            let lt = self.b.ins().icmp(IntCC::SignedLessThan, ks[j], hs[j]);
+            let eq = self.b.ins().icmp(IntCC::Equal, ks[j], hs[j]);
+            let tie_then_less = self.b.ins().band(eq, less);
+            less = self.b.ins().bor(lt, tie_then_less);
+        }
+        let take = self.b.create_block();
+        self.b.ins().brif(less, take, &[], held.next, &[]);
+        self.b.switch_to_block(take);
+        for (var, k) in held.keys.iter().zip(ks) {
+            self.b.def_var(*var, k);
+        }
+        self.b.def_var(held.best, held.index);
+        self.b.ins().jump(held.next, &[]);
+    }
+
+    /// Key by key: key j of the row is computed only when keys 0..j tie with the
+    /// best, for key lists whose later keys are costly.
+    fn compare_lazy(&mut self, keys: &[&Expr], row: Value, held: &Held<'_>) {
+        for (j, key) in keys.iter().enumerate() {
+            let k = self.key_order(key, row);
+            let h = self.b.use_var(held.keys[j]);
+            let take = self.b.create_block();
+            let less = self.b.ins().icmp(IntCC::SignedLessThan, k, h);
+            let not_less = self.b.create_block();
+            self.b.ins().brif(less, take, &[], not_less, &[]);
+            self.b.switch_to_block(not_less);
+            if j + 1 < keys.len() {
+                let tie = self.b.create_block();
+                let equal = self.b.ins().icmp(IntCC::Equal, k, h);
+                self.b.ins().brif(equal, tie, &[], held.next, &[]);
+                self.b.switch_to_block(take);
+                self.take(keys, held, j, k, row);
+                self.b.switch_to_block(tie);
+            } else {
+                self.b.ins().jump(held.next, &[]);
+                self.b.switch_to_block(take);
+                self.take(keys, held, j, k, row);
+            }
+        }
+        if keys.is_empty() {
+            self.b.ins().jump(held.next, &[]);
+        }
+    }
+
+    /// The row beat the best at key `j` (its keys before `j` tie, so the held order
+    /// bits stay right): record it, computing its remaining keys.
+    fn take(&mut self, keys: &[&Expr], held: &Held<'_>, j: usize, k: Value, row: Value) {
+        self.b.def_var(held.keys[j], k);
+        for (key, var) in keys.iter().zip(held.keys).skip(j + 1) {
             let k = self.key_order(key, row);
             self.b.def_var(*var, k);
         }
-        self.b.def_var(best, index);
-        self.b.ins().jump(next, &[]);
+        self.b.def_var(held.best, held.index);
+        self.b.ins().jump(held.next, &[]);
     }
 
     /// Converts an i64 byte count to the pointer type (a no-op on 64-bit targets).
@@ -542,6 +617,69 @@ impl Translator<'_> {
             _ => self.b.ins().ireduce(self.ptr, v),
         }
     }
+}
+
+/// The condition code of a comparison operator (IEEE: ordered, except `!=`).
+fn comparison(op: BinaryOp) -> Option<FloatCC> {
+    Some(match op {
+        BinaryOp::Eq => FloatCC::Equal,
+        BinaryOp::Ne => FloatCC::NotEqual,
+        BinaryOp::Lt => FloatCC::LessThan,
+        BinaryOp::Le => FloatCC::LessThanOrEqual,
+        BinaryOp::Gt => FloatCC::GreaterThan,
+        BinaryOp::Ge => FloatCC::GreaterThanOrEqual,
+        _ => return None,
+    })
+}
+
+/// `&&`, `||`, or `!` of one: values that need control flow to stay lazy.
+fn is_lazy_logic(e: &Expr) -> bool {
+    match e {
+        Expr::Binary(BinaryOp::And | BinaryOp::Or, _, _) => true,
+        Expr::Unary(UnaryOp::Not, x) => is_lazy_logic(x),
+        _ => false,
+    }
+}
+
+/// Comparisons and `!`: expressions whose value is 1.0 or 0.0.
+fn is_boolean(e: &Expr) -> bool {
+    match e {
+        Expr::Binary(op, _, _) => comparison(*op).is_some(),
+        Expr::Unary(UnaryOp::Not, _) => true,
+        _ => false,
+    }
+}
+
+/// What the scan of `select` holds while it compares one row.
+struct Held<'k> {
+    /// Order bits of the best row's keys.
+    keys: &'k [Variable],
+    /// The best row's index.
+    best: Variable,
+    /// The current row's index.
+    index: Value,
+    /// The block that advances to the next row.
+    next: ir::Block,
+}
+
+/// Whether a key costs so little that computing it for every row beats branching
+/// to skip it: straight-line arithmetic on a few slots, no call, no branch.
+fn is_cheap(expr: &Expr) -> bool {
+    fn walk(e: &Expr, budget: &mut u32) -> bool {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        match e {
+            Expr::Const(_) | Expr::Slot(_) => true,
+            Expr::Unary(_, x) => walk(x, budget),
+            Expr::Binary(BinaryOp::And | BinaryOp::Or | BinaryOp::Rem, _, _) => false,
+            Expr::Binary(_, a, b) => walk(a, budget) && walk(b, budget),
+            Expr::Cond(..) => false,
+            Expr::Call(_, args) => args.iter().all(|a| walk(a, budget)),
+        }
+    }
+    walk(expr, &mut 16)
 }
 
 /// The largest slot index whose byte offset fits the 32-bit load offset.
