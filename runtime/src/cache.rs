@@ -119,8 +119,8 @@ impl Store {
         })
     }
 
-    /// The live entry with the least release order (lru: release time is
-    /// non-decreasing because the pool refuses time running backwards).
+    /// The live entry with the least release order (lru): entries are kept sorted by
+    /// (release time, id), so this is the oldest release.
     pub fn oldest_entry(&self) -> Option<u32> {
         (self.oldest != NIL).then_some(self.oldest)
     }
@@ -306,6 +306,82 @@ impl Store {
         slot
     }
 
+    /// Opens a new, empty entry placed in release order by its `last` (after every
+    /// entry whose release time is at most `last`): a tier's entries carry the release
+    /// times of the pool that spilled them, which may be older than its newest entry
+    /// (R12). Lru order stays (release time, then entry id). It must receive a block
+    /// before anything else reads the store.
+    pub fn open_entry_sorted(&mut self, session: SessionId, last: f64, snap: u32) -> u32 {
+        let mut after = self.newest;
+        while after != NIL && self.entry(after).last.total_cmp(&last).is_gt() {
+            after = self.entry(after).older;
+        }
+        let slot = self.open_entry(session, last, snap);
+        if after == self.entry(slot).older {
+            return slot;
+        }
+        // Unlink from the newest end, then link in after `after` (NIL: first).
+        let older = self.entry(slot).older;
+        self.entry_mut(older).newer = NIL;
+        self.newest = older;
+        let newer = if after == NIL {
+            self.oldest
+        } else {
+            self.entry(after).newer
+        };
+        {
+            let e = self.entry_mut(slot);
+            e.older = after;
+            e.newer = newer;
+        }
+        if after == NIL {
+            self.oldest = slot;
+        } else {
+            self.entry_mut(after).newer = slot;
+        }
+        self.entry_mut(newer).older = slot;
+        slot
+    }
+
+    /// The newest entry of `session` released at exactly `last`, if any (a tier
+    /// gathers a spilled entry's blocks back into one entry).
+    pub fn find_entry(&self, session: SessionId, last: f64) -> Option<u32> {
+        let mut at = self.newest;
+        while at != NIL {
+            let e = self.entry(at);
+            match e.last.total_cmp(&last) {
+                std::cmp::Ordering::Less => return None,
+                std::cmp::Ordering::Equal if e.session == session => return Some(at),
+                _ => at = e.older,
+            }
+        }
+        None
+    }
+
+    /// Moves a registered block nobody holds to the head of an entry (a tier receives
+    /// an entry's blocks tail first, R10, so each arrives ahead of the previous).
+    pub fn push_head(&mut self, slot: u32, b: u32) {
+        debug_assert_eq!(self.blocks[b as usize].refs, 0);
+        debug_assert!(self.blocks[b as usize].key.is_some());
+        let head = self.entry(slot).head;
+        {
+            let block = &mut self.blocks[b as usize];
+            block.entry = slot;
+            block.prev = NIL;
+            block.next = head;
+        }
+        if head == NIL {
+            self.entry_mut(slot).tail = b;
+        } else {
+            self.blocks[head as usize].prev = b;
+        }
+        let e = self.entry_mut(slot);
+        e.head = b;
+        e.blocks += 1;
+        self.allocated -= 1;
+        self.cached += 1;
+    }
+
     /// Moves a registered block nobody holds to the tail of an entry.
     pub fn push_tail(&mut self, slot: u32, b: u32) {
         debug_assert_eq!(self.blocks[b as usize].refs, 0);
@@ -437,14 +513,18 @@ impl Store {
             ));
         }
         let mut in_entries = 0;
-        let mut previous: Option<u64> = None;
+        // Release order is (release time, id); for a pool that is no tier the two
+        // agree, since release times never decrease.
+        let mut previous: Option<(f64, u64)> = None;
         let mut listed = 0;
         for slot in self.entry_slots() {
             let e = self.entry(slot);
-            if previous.is_some_and(|p| p >= e.id.0) {
+            if previous.is_some_and(|(pl, pi)| {
+                pl.total_cmp(&e.last).then(pi.cmp(&e.id.0)).is_ge()
+            }) {
                 return Err(format!("entry {} listed out of release order", e.id));
             }
-            previous = Some(e.id.0);
+            previous = Some((e.last, e.id.0));
             listed += 1;
             let blocks = self.entry_blocks(slot);
             if blocks.len() as u64 != e.blocks || blocks.is_empty() {

@@ -79,4 +79,57 @@ pub enum Notice {
         tier: PoolRef,
         link: StageRef,
     },
+    /// R12 tier hit: the admitted hold found `units` beyond its own hit in `tier`
+    /// (blocks allocated here but not computed). Put `work` on `link`; when the load
+    /// completes, set the hold's computed to its hit plus `units`.
+    TierLoad {
+        session: SessionId,
+        units: Units,
+        work: f64,
+        tier: PoolRef,
+        link: StageRef,
+    },
+}
+
+/// Running totals of a pool member's events, kept whether or not the log is on (a
+/// host's report reads them). Units are summed as given in the events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    pub enqueued: u64,
+    pub rejected: u64,
+    pub admissions: u64,
+    /// Units hit, summed over admissions.
+    pub hit_units: u64,
+    pub grows: u64,
+    pub grow_waits: u64,
+    pub preemptions: u64,
+    pub releases: u64,
+    /// Blocks evicted (one per Evict moment, R10).
+    pub evictions: u64,
+    /// Evicted blocks written to a tier (R12).
+    pub spills: u64,
+    /// Blocks a pool accepted as a tier ([`crate::Pool::accept_spill`]).
+    pub stored: u64,
+    /// Admissions with a tier hit, and the units they load.
+    pub tier_loads: u64,
+    pub tier_load_units: u64,
+}
+
+impl Counters {
+    pub(crate) fn count(&mut self, event: &Event) {
+        match event {
+            Event::Enqueue { .. } => self.enqueued += 1,
+            Event::Reject { .. } => self.rejected += 1,
+            Event::Admit { hit, .. } => {
+                self.admissions += 1;
+                self.hit_units += hit.0;
+            }
+            Event::Grow { .. } => self.grows += 1,
+            Event::GrowWait { .. } => self.grow_waits += 1,
+            Event::Preempt { .. } => self.preemptions += 1,
+            Event::Evict { .. } => self.evictions += 1,
+            Event::Release { .. } => self.releases += 1,
+            Event::Spill { .. } => self.spills += 1,
+        }
+    }
 }

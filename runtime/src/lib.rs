@@ -18,6 +18,7 @@ mod hash;
 pub mod policy;
 pub mod pool;
 mod queue;
+pub mod trace;
 pub mod types;
 
 pub use config::{
@@ -26,8 +27,8 @@ pub use config::{
 };
 pub use env::Env;
 pub use error::Error;
-pub use event::{Event, Notice, Record};
-pub use pool::{Admission, Enqueued, EntryInfo, Grown, HoldInfo, Pool};
+pub use event::{Counters, Event, Notice, Record};
+pub use pool::{Admission, Enqueued, EntryInfo, Grown, Hit, HoldInfo, Pool, Stored};
 pub use types::{
     BlockId, BlockKey, Chain, ChainError, EntryId, Header, Limit, Run, RunId, SessionId, Units,
 };

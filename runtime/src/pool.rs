@@ -19,7 +19,7 @@ use crate::config::{
 };
 use crate::env::Env;
 use crate::error::Error;
-use crate::event::{Event, Notice, Record};
+use crate::event::{Counters, Event, Notice, Record};
 use crate::hash::FxMap;
 use crate::policy::KeyList;
 use crate::queue::{Pick, Queue};
@@ -261,6 +261,27 @@ pub struct Pool {
     scratch: Scratch,
     notices: Vec<Notice>,
     log: Option<Vec<Record>>,
+    counters: Counters,
+}
+
+/// What [`Pool::accept_spill`] did with a written block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stored {
+    /// The block joined this entry of the cache.
+    Stored(EntryId),
+    /// A block with the same key is already here (held or cached); nothing changed.
+    Duplicate,
+    /// The pool cannot hold a single block (its cap is below one block).
+    NoRoom,
+}
+
+/// The hit an admission attempt found ([`Pool::admit_next_tiered`]): units in this
+/// pool (held by others or cached), and the units right after them that the tier
+/// this pool spills into holds (R12 tier hit).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hit {
+    pub local: Units,
+    pub tier: Units,
 }
 
 impl Pool {
@@ -315,6 +336,7 @@ impl Pool {
             scratch: Scratch::default(),
             notices: Vec::new(),
             log: None,
+            counters: Counters::default(),
         })
     }
 
@@ -484,6 +506,24 @@ impl Pool {
         self.log.as_deref().unwrap_or(&[])
     }
 
+    /// Forgets the records logged so far, keeping the log on and its buffer (a host
+    /// that writes records out after each operation allocates nothing for them).
+    pub fn clear_log(&mut self) {
+        if let Some(log) = &mut self.log {
+            log.clear();
+        }
+    }
+
+    /// Running totals of this member's events (kept with the log off too).
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// Whether a block with this key is registered here, held or cached.
+    pub fn has_key(&self, key: &BlockKey) -> bool {
+        self.store.lookup(key).is_some()
+    }
+
     /// Takes the records logged so far, leaving the log on and empty.
     pub fn take_log(&mut self) -> Vec<Record> {
         self.log.as_mut().map(std::mem::take).unwrap_or_default()
@@ -491,6 +531,7 @@ impl Pool {
 
     #[inline]
     fn record(&mut self, event: Event) {
+        self.counters.count(&event);
         if let Some(log) = &mut self.log {
             log.push(Record {
                 event,
@@ -559,7 +600,7 @@ impl Pool {
         if !self.grow_waiting(env) {
             return Ok(());
         }
-        while let Admission::Admitted { .. } = self.attempt(env, |_, _, h| Some(h.units))? {}
+        while let Admission::Admitted { .. } = self.attempt(env, None, |_, _, h| Some(h.units))? {}
         Ok(())
     }
 
@@ -586,7 +627,79 @@ impl Pool {
         self.check_time(now)?;
         self.now = now;
         self.notices.clear();
-        self.attempt(env, units_for)
+        self.attempt(env, None, |s, hit, h| units_for(s, hit.local, h))
+    }
+
+    /// [`Pool::admit_next`] with R12 tier hits: after its own hit, the walk goes on in
+    /// `tier` (the pool this one spills into, with the same block size; copies there
+    /// are read, not taken), and `units_for` sees both parts. The admitted hold
+    /// allocates its tier-hit blocks here like any new block, but its computed is
+    /// only its own hit: [`Notice::TierLoad`] asks the host to load the tier part
+    /// over the spill link (`work` evaluated as the spill's, on a row of the
+    /// admitted session with `size` and `units` = the units loaded, `last` = now,
+    /// `waiting` = 0) and to set computed when the load completes. Without a tier,
+    /// or in a pool that does not spill, it is `admit_next`.
+    pub fn admit_next_tiered<E, F>(
+        &mut self,
+        now: f64,
+        env: &E,
+        tier: Option<&Pool>,
+        units_for: F,
+    ) -> Result<Admission, Error>
+    where
+        E: Env + ?Sized,
+        F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
+    {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        let tier = tier.filter(|t| t.block == self.block && self.spill.is_some());
+        self.attempt(env, tier, units_for)
+    }
+
+    /// R12, the tier side: a block written by a pool that spills into this one joins
+    /// this pool's cache, as part of the newest entry with the same session and
+    /// release time `last` (at its head: an entry's blocks are spilled tail first),
+    /// or of a new entry placed in release order by `last`. Room is made first by
+    /// this pool's own eviction, which may spill further. A key already here is not
+    /// stored twice.
+    pub fn accept_spill<E: Env + ?Sized>(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        key: BlockKey,
+        last: f64,
+        env: &E,
+    ) -> Result<Stored, Error> {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        if self.store.lookup(&key).is_some() {
+            return Ok(Stored::Duplicate);
+        }
+        if self.cap_blocks == Some(0) {
+            return Ok(Stored::NoRoom);
+        }
+        // Evict before choosing the entry: the eviction may take the entry's last
+        // block, and with it the entry.
+        self.make_room(1, env);
+        let slot = match self.store.find_entry(session, last) {
+            Some(slot) => slot,
+            None => {
+                let snap = self.snaps.acquire(session);
+                let slot = self.store.open_entry_sorted(session, last, snap);
+                if self.snaps.on() {
+                    self.snaps.record(session, env);
+                }
+                slot
+            }
+        };
+        let b = self.store.alloc();
+        self.store.register(b, key);
+        self.store.unref(b);
+        self.store.push_head(slot, b);
+        self.counters.stored += 1;
+        Ok(Stored::Stored(self.store.entry(slot).id))
     }
 
     /// Tells an indexed queue that a waiting session's attributes changed, so that
@@ -767,10 +880,15 @@ impl Pool {
 
     /// One admission attempt (R6, R7, R8): select, ask for the units, judge the fit
     /// on the reserve, claim the hit, evict for the new blocks, allocate, register.
-    fn attempt<E, F>(&mut self, env: &E, units_for: F) -> Result<Admission, Error>
+    fn attempt<E, F>(
+        &mut self,
+        env: &E,
+        tier: Option<&Pool>,
+        units_for: F,
+    ) -> Result<Admission, Error>
     where
         E: Env + ?Sized,
-        F: FnOnce(SessionId, Units, &Header) -> Option<Units>,
+        F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
     {
         let Some(pick) = self.select(env) else {
             return Ok(Admission::Empty);
@@ -779,7 +897,12 @@ impl Pool {
         let w = self.queue.get(pick);
         let session = w.session;
         let (hit, shared) = hit_counts(&self.store, &w.header, block);
-        let Some(units) = units_for(session, Units(hit * block), &w.header) else {
+        let tier_blocks = tier.map_or(0, |t| tier_run(&t.store, &w.header, hit, block));
+        let found = Hit {
+            local: Units(hit * block),
+            tier: Units(tier_blocks * block),
+        };
+        let Some(units) = units_for(session, found, &w.header) else {
             return Ok(Admission::Declined);
         };
         if units.0 < hit * block {
@@ -850,6 +973,8 @@ impl Pool {
             self.holder_mut(self.last_admitted).later = slot;
         }
         self.last_admitted = slot;
+        // Tier-hit blocks within the allocation are loaded, not computed.
+        let loaded = tier_blocks.min(units.blocks_down(block).saturating_sub(hit));
         let hit = Units(hit * block);
         self.record(Event::Admit {
             session,
@@ -861,6 +986,21 @@ impl Pool {
             hit,
             units,
         });
+        if loaded > 0
+            && let Some(sp) = &self.spill
+        {
+            let units = Units(loaded * block);
+            let work = load_work(sp, &mut self.scratch, session, units, self.now, env);
+            self.counters.tier_loads += 1;
+            self.counters.tier_load_units += units.0;
+            self.notices.push(Notice::TierLoad {
+                session,
+                units,
+                work,
+                tier: sp.tier,
+                link: sp.link,
+            });
+        }
         Ok(Admission::Admitted {
             session,
             hit,
@@ -1174,6 +1314,52 @@ fn hit_counts(store: &Store, header: &Header, block: u64) -> (u64, u64) {
         }
     }
     (hit, shared)
+}
+
+/// R12 tier hit: how many blocks right after the first `from` blocks of the header's
+/// chain the tier holds (any copy, held or cached), within the header's hit limit.
+fn tier_run(tier: &Store, header: &Header, from: u64, block: u64) -> u64 {
+    let limit = header.hit_limit_blocks(block);
+    header
+        .chain
+        .block_keys(block)
+        .take(limit as usize)
+        .skip(from as usize)
+        .take_while(|key| tier.lookup(key).is_some())
+        .count() as u64
+}
+
+/// The spill `work` of a tier load: the spill's expression on a row of the loading
+/// session (its current attributes, `size` = the units loaded, `last` = now,
+/// `waiting` = 0) with ctx `now` and `units` = the units loaded.
+fn load_work<E: Env + ?Sized>(
+    spill: &SpillPolicy,
+    scratch: &mut Scratch,
+    session: SessionId,
+    units: Units,
+    now: f64,
+    env: &E,
+) -> f64 {
+    let layout = &spill.layout;
+    scratch.rows.clear();
+    for input in &layout.row {
+        scratch.rows.push(match *input {
+            Input::Attr(a) => attr(live_attrs(env, session), a, session),
+            Input::Size => units.0 as f64,
+            Input::Last => now,
+            Input::Waiting => 0.0,
+            other => unreachable!("validated entry row input {other:?}"),
+        });
+    }
+    scratch.ctx.clear();
+    for input in &layout.ctx {
+        scratch.ctx.push(match *input {
+            Input::Now => now,
+            Input::SpillUnits => units.0 as f64,
+            other => unreachable!("validated entry ctx input {other:?}"),
+        });
+    }
+    spill.fns.work(&scratch.rows, &scratch.ctx)
 }
 
 /// As [`hit_counts`], pushing the hit blocks (earliest registered copies) to `out`.

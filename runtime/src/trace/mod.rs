@@ -1,0 +1,320 @@
+//! Workloads: the sessions a host replays, and the readers that make them from trace
+//! files — Mooncake JSONL ([`mooncake`]), the Azure LLM inference CSV ([`azure`]),
+//! our own JSONL ([`jsonl`], documented in docs/TRACES.md) — and a seeded synthetic
+//! generator ([`synthetic`]). A reader checks everything a file can get wrong and
+//! reports it as a [`TraceError`] naming the file and the 1-based line; it never
+//! panics on input. This module knows nothing of pools or stages: binding workload
+//! fields to declared session attributes (D3) is the host's job.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use crate::hash::FxMap;
+use crate::types::{Run, RunId, Units};
+
+pub mod azure;
+pub mod jsonl;
+pub mod mooncake;
+pub mod synthetic;
+
+pub use synthetic::{SyntheticParams, synthetic, synthetic_with};
+
+/// Run ids at and above this are the host's own (a session's unique prompt run when
+/// the trace gives no content, and its output run); trace run ids must stay below.
+pub const HOST_RUN_IDS: u64 = 1 << 63;
+
+/// One session of a workload, as the trace describes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionSpec {
+    /// Arrival time, seconds from the workload's start (non-decreasing in a workload).
+    pub arrival: f64,
+    /// Prompt tokens, at least 1.
+    pub prompt: u64,
+    /// Output tokens to generate, at least 1.
+    pub output: u64,
+    /// The prompt's content runs (R2), adding up to `prompt`; empty when the trace
+    /// has no content information (the host then gives the prompt a run of its own).
+    pub runs: Vec<Run>,
+    /// Extra numeric fields as (index into [`Workload::fields`], value), ascending by
+    /// index: they become session attributes of the same name.
+    pub extra: Vec<(u32, f64)>,
+    /// The trace's own name for it (our JSONL's optional `id`), if any.
+    pub name: Option<String>,
+    /// The 1-based line it was read from; 0 for generated sessions.
+    pub line: u64,
+}
+
+/// The sessions to replay, in arrival order (`serial` = index).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Workload {
+    /// Where it came from (a file name, or the generator and its seed), for messages.
+    pub source: String,
+    /// Names of the extra numeric fields, in the order first seen.
+    pub fields: Vec<String>,
+    pub sessions: Vec<SessionSpec>,
+}
+
+impl Workload {
+    /// The value of extra field `name` for session `i`, if it supplies one.
+    pub fn field(&self, i: usize, name: &str) -> Option<f64> {
+        let f = u32::try_from(self.fields.iter().position(|n| n == name)?).ok()?;
+        let s = self.sessions.get(i)?;
+        s.extra
+            .binary_search_by_key(&f, |&(k, _)| k)
+            .ok()
+            .map(|j| s.extra[j].1)
+    }
+
+    /// The first `n` sessions (all when there are fewer).
+    pub fn truncate(&mut self, n: usize) {
+        self.sessions.truncate(n);
+    }
+
+    /// Sum of prompt tokens.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.sessions.iter().map(|s| s.prompt).sum()
+    }
+}
+
+/// A trace that could not be read: the file, the 1-based line (0: the file as a
+/// whole) and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceError {
+    pub file: String,
+    pub line: u64,
+    pub message: String,
+}
+
+impl TraceError {
+    pub fn new(file: &str, line: u64, message: impl Into<String>) -> TraceError {
+        TraceError {
+            file: file.to_string(),
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line == 0 {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+/// The trace formats the readers understand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Mooncake JSONL: `timestamp` (ms), `input_length`, `output_length`, `hash_ids`.
+    Mooncake,
+    /// Azure LLM inference CSV: `TIMESTAMP`, `ContextTokens`, `GeneratedTokens`.
+    Azure,
+    /// Our JSONL: `arrival` (s), `prompt`, `output`, optional `runs`, `id`, extras.
+    Jsonl,
+}
+
+impl Format {
+    /// Guesses the format: `.csv` is Azure; otherwise JSON lines, Mooncake when the
+    /// first non-blank line has an `input_length` field, else ours.
+    pub fn detect(path: &Path, first_line: &str) -> Format {
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+        {
+            return Format::Azure;
+        }
+        if first_line.contains("\"input_length\"") {
+            Format::Mooncake
+        } else {
+            Format::Jsonl
+        }
+    }
+}
+
+/// Reads a trace file in `format`, or the detected one when `None`.
+pub fn read_path(path: &Path, format: Option<Format>) -> Result<Workload, TraceError> {
+    let name = path.display().to_string();
+    let open = || {
+        File::open(path)
+            .map(BufReader::new)
+            .map_err(|e| TraceError::new(&name, 0, format!("cannot open: {e}")))
+    };
+    let format = match format {
+        Some(f) => f,
+        None => {
+            let mut first = String::new();
+            for line in open()?.lines() {
+                let line = line.map_err(|e| TraceError::new(&name, 0, format!("{e}")))?;
+                if !line.trim().is_empty() {
+                    first = line;
+                    break;
+                }
+            }
+            Format::detect(path, &first)
+        }
+    };
+    let reader = open()?;
+    match format {
+        Format::Mooncake => mooncake::read(reader, &name),
+        Format::Azure => azure::read(reader, &name),
+        Format::Jsonl => jsonl::read(reader, &name),
+    }
+}
+
+/// Checks that run ids are prefix-chained across a workload (R2; FORMAT.md): every
+/// occurrence of an id starts at the same unit, has the same length and follows the
+/// same id. Lookups only; the map's order never reaches a result.
+#[derive(Debug, Default)]
+pub(crate) struct ChainCheck {
+    /// id → (start unit, length, previous id, line first seen).
+    seen: FxMap<u64, (u64, u64, Option<u64>, u64)>,
+}
+
+impl ChainCheck {
+    /// Checks the runs of one session read from `line`; the message names the run.
+    pub fn check(&mut self, runs: &[Run], line: u64) -> Result<(), String> {
+        let mut start = 0u64;
+        let mut prev = None;
+        for run in runs {
+            let id = run.id.0;
+            let here = (start, run.len.0, prev);
+            match self.seen.get(&id) {
+                None => {
+                    self.seen.insert(id, (start, run.len.0, prev, line));
+                }
+                Some(&(s, l, p, first)) if (s, l, p) != here => {
+                    return Err(format!(
+                        "run {id} is at unit {start} with length {} after {} here, but at \
+                         unit {s} with length {l} after {} on line {first} (a run id names \
+                         the same prefix everywhere)",
+                        run.len.0,
+                        describe_prev(prev),
+                        describe_prev(p),
+                    ));
+                }
+                Some(_) => {}
+            }
+            start = start.saturating_add(run.len.0);
+            prev = Some(id);
+        }
+        Ok(())
+    }
+}
+
+fn describe_prev(p: Option<u64>) -> String {
+    match p {
+        Some(id) => format!("run {id}"),
+        None => "nothing".to_string(),
+    }
+}
+
+/// Builds a run, refusing ids reserved for the host and empty runs.
+pub(crate) fn run(id: u64, len: u64) -> Result<Run, String> {
+    if id >= HOST_RUN_IDS {
+        return Err(format!(
+            "run id {id} is too large (ids from 2^63 on are the host's own)"
+        ));
+    }
+    if len == 0 {
+        return Err(format!("run {id} has length 0"));
+    }
+    Ok(Run {
+        id: RunId(id),
+        len: Units(len),
+    })
+}
+
+/// Checks arrival order and the common lengths of a session before it is added.
+pub(crate) fn check_session(s: &SessionSpec, previous_arrival: Option<f64>) -> Result<(), String> {
+    if let Some(p) = previous_arrival
+        && s.arrival < p
+    {
+        return Err(format!(
+            "arrival {} s is earlier than the previous session's {p} s (sessions must come \
+             in arrival order)",
+            s.arrival
+        ));
+    }
+    if !s.arrival.is_finite() || s.arrival < 0.0 {
+        return Err(format!(
+            "arrival {} is not a finite time at or after 0",
+            s.arrival
+        ));
+    }
+    if s.prompt == 0 {
+        return Err("the prompt must have at least 1 token".into());
+    }
+    if s.output == 0 {
+        return Err("the output must have at least 1 token".into());
+    }
+    if !s.runs.is_empty() {
+        let sum = s.runs.iter().try_fold(0u64, |a, r| a.checked_add(r.len.0));
+        if sum != Some(s.prompt) {
+            return Err(format!(
+                "the runs add up to {} tokens, the prompt has {}",
+                sum.map_or_else(|| "more than 2^64".to_string(), |v| v.to_string()),
+                s.prompt
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A JSON value as a whole number of at least `min`, or a message naming `field`.
+pub(crate) fn whole(field: &str, v: &serde_json::Value, min: u64) -> Result<u64, String> {
+    match v.as_u64() {
+        Some(n) if n >= min => Ok(n),
+        _ => Err(format!(
+            "`{field}` must be a whole number of at least {min}, not {}",
+            short(v)
+        )),
+    }
+}
+
+/// A JSON value as a finite number, or a message naming `field`.
+pub(crate) fn number(field: &str, v: &serde_json::Value) -> Result<f64, String> {
+    match v.as_f64() {
+        Some(x) if x.is_finite() => Ok(x),
+        _ => Err(format!("`{field}` must be a number, not {}", short(v))),
+    }
+}
+
+/// A value for a message, cut short.
+pub(crate) fn short(v: &serde_json::Value) -> String {
+    let s = v.to_string();
+    if s.len() > 40 {
+        let cut = (0..=40).rev().find(|&i| s.is_char_boundary(i)).unwrap_or(0);
+        format!("{}…", &s[..cut])
+    } else {
+        s
+    }
+}
+
+/// Parses one line as a JSON object, or a message.
+pub(crate) fn object(line: &str) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+    match serde_json::from_str::<serde_json::Value>(line) {
+        Ok(serde_json::Value::Object(map)) => Ok(map),
+        Ok(other) => Err(format!("expected a JSON object, found {}", short(&other))),
+        Err(e) => Err(format!("bad JSON: {e}")),
+    }
+}
+
+/// Lines of a reader with their 1-based numbers, I/O errors as trace errors.
+pub(crate) fn numbered_lines<R: BufRead>(
+    reader: R,
+    file: &str,
+) -> impl Iterator<Item = Result<(u64, String), TraceError>> {
+    let file = file.to_string();
+    reader.lines().enumerate().map(move |(i, l)| {
+        let n = i as u64 + 1;
+        l.map(|l| (n, l))
+            .map_err(|e| TraceError::new(&file, n, format!("cannot read: {e}")))
+    })
+}
