@@ -397,3 +397,19 @@ fn malformed_expressions_are_errors_not_panics() {
         assert!(err.to_string().contains("malformed IR"), "{err}");
     }
 }
+
+#[test]
+fn compiled_code_can_be_shared_between_threads() {
+    // The runtime may evaluate policies from several threads; the structs carry a
+    // share of the code, so they must be Send + Sync, and a clone outlives its source.
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<poolc::Compiled>();
+    send_sync::<poolrt::policy::KeyList>();
+    let list = compile_key_list(&[slot(0)]).expect("compiles");
+    let clone = list.clone();
+    drop(list);
+    let picked = std::thread::spawn(move || clone.select(&[2.0, 1.0], 2, 1, &[]))
+        .join()
+        .expect("thread ran");
+    assert_eq!(picked, Some(1));
+}

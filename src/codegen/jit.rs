@@ -230,21 +230,37 @@ pub(super) fn clif_text(
     Ok(out)
 }
 
-/// The ISA of this machine, tuned for speed. `is_pic` off and non-colocated libcalls
-/// are what cranelift-jit requires (calls may be far from the code).
+/// The ISA of this machine, tuned for speed, with every feature cranelift-native
+/// detects (SSE4.1 inlines `floor`/`ceil`, AVX shortens encodings).
 fn native_isa() -> Result<OwnedTargetIsa, CodegenError> {
+    host_isa(true)
+}
+
+/// The host ISA; without `detect_features`, only its baseline (SSE2 on x86-64), so
+/// that tests can reach the libcall paths a machine without SSE4.1 takes.
+fn host_isa(detect_features: bool) -> Result<OwnedTargetIsa, CodegenError> {
     let isa_err = |m: String| CodegenError::Isa(m);
     let mut flags = settings::builder();
+    // `is_pic` off and non-colocated libcalls are what cranelift-jit requires (calls
+    // may be far from the code). The verifier costs a third of the compile time
+    // (docs/PERFORMANCE.md); debug builds, and so every test, keep it.
+    let verify = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
     for (name, value) in [
         ("opt_level", "speed"),
         ("is_pic", "false"),
         ("use_colocated_libcalls", "false"),
+        ("enable_verifier", verify),
     ] {
         flags
             .set(name, value)
             .map_err(|e| isa_err(format!("flag {name}={value}: {e}")))?;
     }
-    let builder = cranelift_native::builder().map_err(|m| isa_err(m.to_string()))?;
+    let builder = cranelift_native::builder_with_options(detect_features)
+        .map_err(|m| isa_err(m.to_string()))?;
     builder
         .finish(settings::Flags::new(flags))
         .map_err(|e| isa_err(e.to_string()))
@@ -340,7 +356,11 @@ pub(crate) struct Jit {
 
 impl Jit {
     pub fn new() -> Result<Jit, CodegenError> {
-        let mut builder = JITBuilder::with_isa(native_isa()?, default_libcall_names());
+        Jit::with_isa(native_isa()?)
+    }
+
+    fn with_isa(isa: OwnedTargetIsa) -> Result<Jit, CodegenError> {
+        let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
         builder.symbol("fmod", host_fmod as *const u8);
         builder.symbol("floor", host_floor as *const u8);
         builder.symbol("ceil", host_ceil as *const u8);
@@ -535,6 +555,61 @@ impl Drop for JitCode {
             // into the module also held a `CodeHandle` to this value, so none is left
             // to call into the code.
             unsafe { module.free_memory() };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Builtin, Slot};
+
+    /// Without SSE4.1, Cranelift legalizes `floor`/`ceil` to libcalls, which must
+    /// resolve to the host functions registered in `Jit::with_isa` and agree with
+    /// Rust's (the interpreter's) results, signs of zero included.
+    #[test]
+    fn e4_floor_and_ceil_through_libcalls_on_the_baseline_isa() {
+        let isa = host_isa(false).expect("the host has a baseline ISA");
+        let mut jit = Jit::with_isa(isa).expect("a JIT on the baseline ISA");
+        let x = Expr::Slot(Slot::Row(0));
+        let floor = Expr::Call(Builtin::Floor, vec![x.clone()]);
+        let ceil = Expr::Call(Builtin::Ceil, vec![x]);
+        let plan = |symbol: &str, e| Planned {
+            symbol: symbol.to_string(),
+            kind: FnKind::Key(e),
+        };
+        let f = jit
+            .define::<KeyFn>(&plan("floor", &floor))
+            .expect("floor compiles");
+        let c = jit
+            .define::<KeyFn>(&plan("ceil", &ceil))
+            .expect("ceil compiles");
+        let done = jit.finish().expect("finalizes");
+        let (f, c) = (done.get(f), done.get(c));
+        for v in [
+            -0.5,
+            0.5,
+            -0.0,
+            0.0,
+            2.5,
+            -2.5,
+            f64::INFINITY,
+            f64::NAN,
+            1e300,
+            -1e-300,
+        ] {
+            let row = [v];
+            // SAFETY: both functions read row slot 0 only; `done` keeps them mapped.
+            let (got_f, got_c) =
+                unsafe { (f(row.as_ptr(), row.as_ptr()), c(row.as_ptr(), row.as_ptr())) };
+            assert!(
+                got_f.to_bits() == v.floor().to_bits() || (got_f.is_nan() && v.is_nan()),
+                "floor({v:?}) = {got_f:?}"
+            );
+            assert!(
+                got_c.to_bits() == v.ceil().to_bits() || (got_c.is_nan() && v.is_nan()),
+                "ceil({v:?}) = {got_c:?}"
+            );
         }
     }
 }
