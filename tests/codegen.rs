@@ -341,24 +341,72 @@ fn e3_rem_is_fmod_with_the_sign_of_the_dividend() {
 }
 
 #[test]
-fn e2_lazy_operators_skip_the_other_side() {
-    // The skipped side would read a row slot far past the row; if it were evaluated
-    // the load would read garbage (or fault) instead of yielding the tested value.
-    // Slot 1 exists, so the expressions are valid; the row passed has 2 slots.
-    let far = || Box::new(slot(1));
+fn e2_short_circuit_on_nan_and_negative_zero_conditions() {
+    // NaN is true and −0 is false (E2), so these decide on their left side alone.
+    let other = || Box::new(slot(1));
     let exprs = [
-        Expr::Binary(BinaryOp::And, Box::new(Expr::Const(0.0)), far()),
-        Expr::Binary(BinaryOp::Or, Box::new(Expr::Const(NAN)), far()),
+        Expr::Binary(BinaryOp::And, Box::new(Expr::Const(-0.0)), other()),
+        Expr::Binary(BinaryOp::Or, Box::new(Expr::Const(NAN)), other()),
         Expr::Cond(
             Box::new(Expr::Const(-0.0)),
-            far(),
+            other(),
             Box::new(Expr::Const(7.0)),
+        ),
+        Expr::Cond(
+            Box::new(Expr::Const(NAN)),
+            Box::new(Expr::Const(7.0)),
+            other(),
         ),
     ];
     let compiled = compile_exprs(&exprs).expect("compiles");
-    assert_eq!(compiled.eval(0, &[0.0, 5.0], &[]), 0.0);
-    assert_eq!(compiled.eval(1, &[0.0, 5.0], &[]), 1.0);
-    assert_eq!(compiled.eval(2, &[0.0, 5.0], &[]), 7.0);
+    let got: Vec<f64> = (0..exprs.len())
+        .map(|i| compiled.eval(i, &[0.0, 5.0], &[]))
+        .collect();
+    assert_eq!(got, [0.0, 1.0, 7.0, 7.0]);
+}
+
+#[test]
+fn e2_lazy_operators_branch_before_reading_the_other_side() {
+    // Laziness is not observable through values (nothing has side effects), so this
+    // pins the shape: each key's entry block reads `a` and branches; `b` and `c` are
+    // loaded only in blocks reached through that branch.
+    let spec = "session { a; b; c; } pool p { queue by (a ? b : c, a && b, a || c); }";
+    let program = poolc::check(spec, &poolc::Options::default()).expect("test spec checks");
+    let layout = &program.pools[0].queue_layout;
+    let load_of = |name: &str| {
+        let id = program.session.find(name).expect("declared");
+        let slot = layout
+            .row_slot(poolc::ir::Input::Attr(id))
+            .expect("read by a key");
+        if slot == 0 {
+            "readonly v0\n".to_string()
+        } else {
+            format!("readonly v0+{}\n", 8 * slot)
+        }
+    };
+    let text = poolc::codegen::clif(&program, Some("p"), false).expect("clif");
+    let uses = [("b", "c"), ("b", ""), ("", "c")];
+    for (key, (lazy_b, lazy_c)) in uses.iter().enumerate() {
+        let header = format!("; pool_p_queue_key{key}\n");
+        let body = text.split(&header).nth(1).expect("key function printed");
+        let body = body.split("\n; ").next().unwrap_or(body);
+        let entry = body.split("\nblock").nth(1).expect("an entry block");
+        let entry = entry.split("\n\n").next().unwrap_or(entry);
+        assert!(
+            entry.contains(&load_of("a")) && entry.contains("brif"),
+            "key {key}: {body}"
+        );
+        for name in [lazy_b, lazy_c].into_iter().filter(|n| !n.is_empty()) {
+            assert!(
+                !entry.contains(&load_of(name)),
+                "key {key} reads {name} eagerly: {body}"
+            );
+            assert!(
+                body.contains(&load_of(name)),
+                "key {key} never reads {name}: {body}"
+            );
+        }
+    }
 }
 
 #[test]
