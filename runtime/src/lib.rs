@@ -15,6 +15,7 @@ pub mod env;
 pub mod error;
 pub mod event;
 mod hash;
+pub mod host;
 pub mod policy;
 pub mod pool;
 mod queue;

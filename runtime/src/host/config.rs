@@ -1,0 +1,211 @@
+//! What a host is built from, in runtime terms: session attributes, stage and pool
+//! declarations with their members (K1 already resolved by whoever converts the
+//! compiler's IR), and the errors building or running a host can give. It validates
+//! what a converter could get wrong (a member's `me`, a join to the wrong kind of
+//! stage, a tier with another block size) and must not know the IR itself.
+
+use std::fmt;
+use std::io;
+
+use crate::config::{PoolConfig, StageRef};
+use crate::error::Error;
+use crate::policy::StagePolicy;
+use crate::types::Limit;
+
+/// One session attribute, in slot order: `Attr(i)` in every layout reads attribute
+/// `i` of this list. The names `serial` and `arrival` are the built-ins (D3); `prompt`
+/// and `output` are filled from the workload's lengths; any other name from the
+/// workload's extra field of that name, else `default`, else the session is refused
+/// (D3: the error names the attribute and the first session lacking it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttrSpec {
+    pub name: String,
+    pub default: Option<f64>,
+}
+
+impl AttrSpec {
+    pub fn new(name: &str, default: Option<f64>) -> AttrSpec {
+        AttrSpec {
+            name: name.to_string(),
+            default,
+        }
+    }
+}
+
+/// Which value one slot of a stage's `time` ctx holds (the stage's time layout).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TimeVar {
+    /// Tokens taken in the iteration.
+    Tokens,
+    /// Tokens taken by sessions still catching up (prefill or recompute).
+    Prefill,
+    /// Tokens taken by sessions generating (one each).
+    Decode,
+    /// Residents that took tokens.
+    Residents,
+}
+
+/// How long an iteration of a step stage takes.
+#[derive(Clone, Debug)]
+pub enum IterTime {
+    /// The same seconds every iteration (`time (c)`, or 0 when the spec sets none).
+    Fixed(f64),
+    /// The compiled `time (expr)`; `layout[i]` says what ctx slot `i` holds.
+    Compiled {
+        policy: StagePolicy,
+        layout: Vec<TimeVar>,
+    },
+}
+
+/// A step stage's options (D4, R15, R16). `budget`, `seats` and `chunk` count
+/// tokens, residents and tokens.
+#[derive(Clone, Debug)]
+pub struct StepConfig {
+    pub budget: Limit,
+    pub seats: Limit,
+    pub chunk: Limit,
+    pub exclusive_prefill: bool,
+    pub time: IterTime,
+}
+
+impl Default for StepConfig {
+    fn default() -> StepConfig {
+        StepConfig {
+            budget: Limit::Unbounded,
+            seats: Limit::Unbounded,
+            chunk: Limit::Unbounded,
+            exclusive_prefill: false,
+            time: IterTime::Fixed(0.0),
+        }
+    }
+}
+
+/// A link stage's options (D4, R17): work per second, `inf` for instantaneous.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkConfig {
+    pub rate: f64,
+}
+
+#[derive(Clone, Debug)]
+pub enum StageKind {
+    Step(StepConfig),
+    Link(LinkConfig),
+}
+
+/// A stage declaration; every member shares its options.
+#[derive(Clone, Debug)]
+pub struct StageDecl {
+    pub name: String,
+    /// Members of the family, at least 1.
+    pub count: u32,
+    pub kind: StageKind,
+}
+
+/// One member of a pool family.
+#[derive(Clone, Debug)]
+pub struct PoolMember {
+    /// Its engine configuration; `me` must be (declaration index, member index), and
+    /// a spill's tier and link concrete members (K1 resolved).
+    pub config: PoolConfig,
+    /// The step-stage members that serve its queue (`admit via`, K1 resolved: one
+    /// member, or every member of a stage family serving one pool). Empty: none.
+    pub admit_via: Vec<StageRef>,
+}
+
+/// A pool declaration: its members in order.
+#[derive(Clone, Debug)]
+pub struct PoolDecl {
+    pub name: String,
+    pub members: Vec<PoolMember>,
+}
+
+/// Everything a host is built from. Declarations are in spec order: K4's
+/// "declaration order" is the order of `pools`.
+#[derive(Clone, Debug, Default)]
+pub struct HostConfig {
+    pub attrs: Vec<AttrSpec>,
+    pub stages: Vec<StageDecl>,
+    pub pools: Vec<PoolDecl>,
+}
+
+/// Why a host could not be built or a run could not go on.
+#[derive(Debug)]
+pub enum HostError {
+    /// The configuration is inconsistent (a converter bug or an unsupported spec).
+    Config(String),
+    /// D3: a declared attribute without a default that a session does not supply.
+    MissingAttr {
+        attr: String,
+        session: u64,
+        line: u64,
+        source: String,
+    },
+    /// A stage's `time` gave a value that is not a finite number of seconds ≥ 0.
+    Time {
+        stage: String,
+        step: u64,
+        value: f64,
+    },
+    /// A spill or tier load put work on a link that is not a finite number ≥ 0.
+    Work { pool: String, value: f64 },
+    /// The engine refused an operation: a host bug, reported rather than panicking.
+    Engine { pool: String, error: Error },
+    /// Writing the log failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for HostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostError::Config(m) => write!(f, "{m}"),
+            HostError::MissingAttr {
+                attr,
+                session,
+                line,
+                source,
+            } => {
+                write!(
+                    f,
+                    "session attribute `{attr}` has no default, and session {session}"
+                )?;
+                if *line > 0 {
+                    write!(f, " ({source}:{line})")?;
+                } else {
+                    write!(f, " of {source}")?;
+                }
+                write!(f, " does not give it")
+            }
+            HostError::Time { stage, step, value } => write!(
+                f,
+                "stage {stage}: iteration {step} would take {value} seconds; `time` must give \
+                 a finite number of seconds at least 0"
+            ),
+            HostError::Work { pool, value } => write!(
+                f,
+                "pool {pool}: a spill or tier load put {value} work on its link; `work` must be \
+                 a finite number at least 0"
+            ),
+            HostError::Engine { pool, error } => {
+                write!(f, "pool {pool}: the engine refused an operation: {error}")
+            }
+            HostError::Io(e) => write!(f, "cannot write the log: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for HostError {}
+
+impl From<io::Error> for HostError {
+    fn from(e: io::Error) -> HostError {
+        HostError::Io(e)
+    }
+}
+
+/// A member's display name: `name` for a family of one, else `name[i]`.
+pub(crate) fn member_name(name: &str, count: u32, i: u32) -> String {
+    if count == 1 {
+        name.to_string()
+    } else {
+        format!("{name}[{i}]")
+    }
+}

@@ -1,0 +1,35 @@
+//! The reference host: replays a workload through pools and stages in simulated time
+//! and reports what happened (docs/HOST.md). It owns sessions (routing, attributes,
+//! sequences, outputs), step stages (R15, R16), link stages (R17) with spill writes
+//! and tier loads (R12), the event loop, the report and the log; the pool engine owns
+//! everything inside a pool member. It must not read the wall clock or let hash-map
+//! order reach a result (same inputs → same report and log bytes), and must not panic
+//! on input: a bad value from a compiled `time` or `work` is an error.
+//!
+//! Use: build a [`HostConfig`] (from the compiler's IR, or by hand), read a
+//! [`crate::trace::Workload`], then `Host::new(config, &workload)?.run(options)?`.
+
+mod config;
+mod log;
+mod report;
+mod sim;
+
+pub use config::{
+    AttrSpec, HostConfig, HostError, IterTime, LinkConfig, PoolDecl, PoolMember, StageDecl,
+    StageKind, StepConfig, TimeVar,
+};
+pub use report::{LinkReport, Percentiles, PoolReport, Report, StageReport};
+pub use sim::Host;
+
+use std::io::Write;
+
+/// What a run writes and tells besides its report.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// The JSON-lines log (docs/TRACES.md); `None`: no log, at no cost. Hand it a
+    /// buffered writer.
+    pub log: Option<&'a mut dyn Write>,
+    /// Called with (sessions done, sessions in all) whenever a session finishes or
+    /// is rejected, so a CLI can draw a progress bar.
+    pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+}
