@@ -519,9 +519,8 @@ impl Store {
         let mut listed = 0;
         for slot in self.entry_slots() {
             let e = self.entry(slot);
-            if previous.is_some_and(|(pl, pi)| {
-                pl.total_cmp(&e.last).then(pi.cmp(&e.id.0)).is_ge()
-            }) {
+            if previous.is_some_and(|(pl, pi)| pl.total_cmp(&e.last).then(pi.cmp(&e.id.0)).is_ge())
+            {
                 return Err(format!("entry {} listed out of release order", e.id));
             }
             previous = Some((e.last, e.id.0));

@@ -17,10 +17,7 @@ pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
         .flexible(false)
         .trim(csv::Trim::All)
         .from_reader(reader);
-    let header = csv
-        .headers()
-        .map_err(|e| csv_error(file, &e, 1))?
-        .clone();
+    let header = csv.headers().map_err(|e| csv_error(file, &e, 1))?.clone();
     let col = |name: &str| {
         header.iter().position(|h| h == name).ok_or_else(|| {
             TraceError::new(
@@ -90,12 +87,8 @@ fn tokens(column: &str, text: &str) -> Result<u64, String> {
 /// `YYYY-MM-DD HH:MM:SS[.fraction]` (a `T` may separate date and time) as
 /// nanoseconds since 1970-01-01 00:00:00 of the same (unstated) zone.
 pub fn parse_datetime(text: &str) -> Result<i128, String> {
-    let bad = || {
-        format!("TIMESTAMP `{text}` is not a datetime like `2023-11-16 18:17:03.9799600`")
-    };
-    let (date, time) = text
-        .split_once([' ', 'T'])
-        .ok_or_else(bad)?;
+    let bad = || format!("TIMESTAMP `{text}` is not a datetime like `2023-11-16 18:17:03.9799600`");
+    let (date, time) = text.split_once([' ', 'T']).ok_or_else(bad)?;
     let mut d = date.split('-');
     let (y, mo, da) = match (d.next(), d.next(), d.next(), d.next()) {
         (Some(y), Some(m), Some(d), None) => (y, m, d),
@@ -115,7 +108,11 @@ pub fn parse_datetime(text: &str) -> Result<i128, String> {
             return Err(bad());
         }
         let v: i64 = s.parse().map_err(|_| bad())?;
-        if (lo..=hi).contains(&v) { Ok(v) } else { Err(bad()) }
+        if (lo..=hi).contains(&v) {
+            Ok(v)
+        } else {
+            Err(bad())
+        }
     };
     let (y, mo, da) = (num(y, 0, 9999)?, num(mo, 1, 12)?, num(da, 1, 31)?);
     let (h, mi, s) = (num(h, 0, 23)?, num(mi, 0, 59)?, num(s, 0, 60)?);

@@ -65,7 +65,10 @@ fn row(line: &str, n: u64, fields: &mut Vec<String>) -> Result<SessionSpec, Stri
     };
     let mut extra = Vec::new();
     for (key, value) in &obj {
-        if matches!(key.as_str(), "arrival" | "prompt" | "output" | "runs" | "id") {
+        if matches!(
+            key.as_str(),
+            "arrival" | "prompt" | "output" | "runs" | "id"
+        ) {
             continue;
         }
         if key == "serial" {
