@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use poolc::diag::{self, Diagnostic};
-use poolc::{Options, ir};
+use poolc::{Options, codegen, eval, ir};
 
 #[derive(Parser)]
 #[command(
@@ -39,6 +39,60 @@ enum Command {
         #[command(flatten)]
         set: SetArgs,
     },
+    /// Print the Cranelift IR of every compiled function (keys, cmp, select, spill
+    /// pred/work, stage time), each after a `; <symbol>` line.
+    Clif {
+        spec: PathBuf,
+        /// Only the functions of this pool (or stage).
+        #[arg(long)]
+        pool: Option<String>,
+        /// Print the IR after Cranelift's optimisation passes.
+        #[arg(long)]
+        opt: bool,
+        #[command(flatten)]
+        set: SetArgs,
+    },
+    /// Evaluate the expressions of one site on given inputs and print one value per
+    /// line (Rust `{:?}` form: `NaN`, `inf`, `-inf`, `-0.0` parse back exactly).
+    Eval {
+        spec: PathBuf,
+        /// The pool whose site to evaluate (a stage for `--site time`).
+        #[arg(long, alias = "stage")]
+        pool: String,
+        #[arg(long, value_enum)]
+        site: SiteArg,
+        /// Compute with the reference interpreter instead of the JIT.
+        #[arg(long)]
+        interp: bool,
+        /// Inputs by source name: attributes, context variables, queries as written
+        /// (`prompt=300 waited=4 'free(kv)=1024'`). Attributes not given take their
+        /// session default.
+        #[arg(value_name = "NAME=VALUE")]
+        inputs: Vec<String>,
+        #[command(flatten)]
+        set: SetArgs,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SiteArg {
+    Queue,
+    Evict,
+    Pred,
+    Work,
+    Time,
+}
+
+impl SiteArg {
+    fn site(self) -> eval::Site {
+        match self {
+            SiteArg::Queue => eval::Site::Queue,
+            SiteArg::Evict => eval::Site::Evict,
+            SiteArg::Pred => eval::Site::Pred,
+            SiteArg::Work => eval::Site::Work,
+            SiteArg::Time => eval::Site::Time,
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -106,6 +160,75 @@ pub fn run() -> ExitCode {
             }
             Err(code) => code,
         },
+        Command::Clif {
+            spec,
+            pool,
+            opt,
+            set,
+        } => match load(&spec, &set.options()) {
+            Ok(program) => match codegen::clif(&program, pool.as_deref(), opt) {
+                Ok(text) => {
+                    print!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(&e.to_string()),
+            },
+            Err(code) => code,
+        },
+        Command::Eval {
+            spec,
+            pool,
+            site,
+            interp,
+            inputs,
+            set,
+        } => run_eval(&spec, &pool, site.site(), interp, &inputs, &set.options()),
+    }
+}
+
+fn fail(message: &str) -> ExitCode {
+    eprintln!("poolc: {message}");
+    ExitCode::from(1)
+}
+
+fn run_eval(
+    path: &Path,
+    pool: &str,
+    site: eval::Site,
+    interp: bool,
+    inputs: &[String],
+    options: &Options,
+) -> ExitCode {
+    let source = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("cannot read {}: {e}", path.display())),
+    };
+    let compiled = match poolc::compile(&source, options) {
+        Ok(c) => c,
+        Err(diags) => {
+            report(path, &source, &diags);
+            return ExitCode::from(1);
+        }
+    };
+    let inputs = match inputs
+        .iter()
+        .map(|a| eval::parse_input(a))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        Ok(i) => i,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let backend = if interp {
+        eval::Backend::Interp
+    } else {
+        eval::Backend::Jit
+    };
+    match eval::eval_site(&compiled, pool, site, &inputs, backend) {
+        Ok(values) => {
+            print!("{}", eval::render(&values));
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e.to_string()),
     }
 }
 

@@ -1,0 +1,176 @@
+//! `poolc eval` and `poolc clif` as a user runs them: key values worked out by hand
+//! from the seed's Ascend lanes, the JIT and `--interp` printing the same lines, and
+//! the exit codes of each kind of mistake.
+
+use std::process::{Command, Output};
+
+fn poolc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_poolc"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the poolc binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn ascend(inputs: &[&str], interp: bool) -> String {
+    let mut args = vec![
+        "eval",
+        "examples/ascend.pool",
+        "--pool",
+        "kv",
+        "--site",
+        "queue",
+    ];
+    args.extend_from_slice(inputs);
+    if interp {
+        args.push("--interp");
+    }
+    let o = poolc(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    stdout(&o)
+}
+
+#[test]
+fn eval_ascend_lanes_match_the_seed_by_hand() {
+    // Lane key: immediate ? 0 : prompt > 128 && waited >= 3 ? 1 : prompt <= 128 ? 2 : 3.
+    let cases = [
+        (
+            ["prompt=300", "immediate=1", "waited=0", "serial=4"],
+            "0.0\n4.0\n",
+        ),
+        (
+            ["prompt=300", "immediate=0", "waited=3", "serial=4"],
+            "1.0\n4.0\n",
+        ),
+        (
+            ["prompt=300", "immediate=0", "waited=2.5", "serial=4"],
+            "3.0\n4.0\n",
+        ),
+        (
+            ["prompt=128", "immediate=0", "waited=9", "serial=4"],
+            "2.0\n4.0\n",
+        ),
+        // NaN is true (E2): an immediate of NaN takes lane 0.
+        (
+            ["prompt=1", "immediate=NaN", "waited=0", "serial=-0"],
+            "0.0\n-0.0\n",
+        ),
+    ];
+    for (inputs, expected) in cases {
+        assert_eq!(ascend(&inputs, false), expected, "JIT, {inputs:?}");
+        assert_eq!(ascend(&inputs, true), expected, "interpreter, {inputs:?}");
+    }
+}
+
+#[test]
+fn eval_attribute_defaults_fill_inputs_not_given() {
+    // ascend.pool declares `immediate = 0`, so it may be left out.
+    assert_eq!(
+        ascend(&["prompt=300", "waited=5", "serial=1"], false),
+        "1.0\n1.0\n"
+    );
+}
+
+#[test]
+fn eval_spill_work_and_stage_time() {
+    let o = poolc(&[
+        "eval",
+        "examples/tiered.pool",
+        "--pool",
+        "kv",
+        "--site",
+        "work",
+        "units=16",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // work = units * 131072
+    assert_eq!(stdout(&o), format!("{:?}\n", 16.0 * 131072.0));
+    let o = poolc(&[
+        "eval",
+        "examples/vllm.pool",
+        "--pool",
+        "engine",
+        "--site",
+        "time",
+        "tokens=1000",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stdout(&o), format!("{:?}\n", 0.005 + 0.00002 * 1000.0));
+}
+
+#[test]
+fn eval_mistakes_name_what_is_wrong() {
+    let o = poolc(&[
+        "eval",
+        "examples/ascend.pool",
+        "--pool",
+        "kv",
+        "--site",
+        "queue",
+        "prompt=3",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("waited") && err.contains("serial"), "{err}");
+    let o = poolc(&[
+        "eval",
+        "examples/ascend.pool",
+        "--pool",
+        "nope",
+        "--site",
+        "queue",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no pool named `nope`"));
+    let o = poolc(&[
+        "eval",
+        "examples/vllm.pool",
+        "--pool",
+        "kv",
+        "--site",
+        "queue",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "a fifo pool has no queue keys");
+    let o = poolc(&[
+        "eval",
+        "examples/vllm.pool",
+        "--pool",
+        "kv",
+        "--site",
+        "sideways",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "an unknown site is a usage error");
+}
+
+#[test]
+fn clif_lists_each_function_with_and_without_opt() {
+    let o = poolc(&["clif", "examples/tiered.pool", "--pool", "kv"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    for symbol in [
+        "; pool_kv_evict_key0",
+        "; pool_kv_evict_key1",
+        "; pool_kv_evict_cmp",
+        "; pool_kv_evict_select",
+        "; pool_kv_spill_pred",
+        "; pool_kv_spill_work",
+    ] {
+        assert!(text.contains(symbol), "missing {symbol} in:\n{text}");
+    }
+    assert!(
+        !text.contains("; stage_"),
+        "--pool kv shows only kv's functions"
+    );
+    let o = poolc(&["clif", "examples/tiered.pool", "--pool", "kv", "--opt"]);
+    assert!(o.status.success());
+    let optimized = stdout(&o);
+    assert_eq!(
+        optimized.matches("; pool_kv_").count(),
+        text.matches("; pool_kv_").count(),
+        "--opt prints the same functions"
+    );
+}
