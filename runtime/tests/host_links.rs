@@ -1,0 +1,256 @@
+//! Link stages and spill tiers: R17 (first come, first served at `rate`) and R12 (a
+//! written block joins the tier's cache in an entry carrying its session and release
+//! time; a tier hit is loaded back over the link and delays that session's prefill
+//! until the load completes), in one small replay worked out by hand, and the tier's
+//! entry order at the engine level.
+
+mod host_support;
+
+use host_support::*;
+use poolrt::config::{Input, Layout, SpillPolicy};
+use poolrt::host::{HostConfig, PoolDecl, PoolMember};
+use poolrt::policy::{CodeHandle, Shape, SpillFns};
+use poolrt::{
+    BlockKey, Env, Limit, Pool, PoolConfig, PoolRef, Query, RunId, SessionId, StageRef, Stored,
+    Units,
+};
+use serde_json::{Value, json};
+
+unsafe extern "C" fn always(_row: *const f64, _ctx: *const f64) -> f64 {
+    1.0
+}
+
+unsafe extern "C" fn spill_units(_row: *const f64, ctx: *const f64) -> f64 {
+    // SAFETY: the layout below has one ctx slot, `units`.
+    unsafe { *ctx }
+}
+
+/// `spill host via pcie (units) when (1)`.
+fn spill_to(tier: PoolRef, link: StageRef) -> SpillPolicy {
+    SpillPolicy {
+        // SAFETY: both functions read at most the one ctx slot, and are static.
+        fns: unsafe {
+            SpillFns::new(
+                always,
+                spill_units,
+                Shape { row: 0, ctx: 1 },
+                CodeHandle::process(),
+            )
+        },
+        layout: Layout {
+            row: vec![],
+            ctx: vec![Input::SpillUnits],
+        },
+        tier,
+        link,
+    }
+}
+
+/// Stage 0 `engine`, stage 1 `pcie` (rate 2 per second); pool 0 `host` (the tier,
+/// 100 blocks of 4), pool 1 `kv` (3 blocks of 4, spilling into host via pcie).
+fn tiered() -> HostConfig {
+    let host = PoolDecl {
+        name: "host".into(),
+        members: vec![PoolMember {
+            config: PoolConfig {
+                me: PoolRef { pool: 0, member: 0 },
+                cap: fin(400),
+                block: Units(4),
+                ..PoolConfig::default()
+            },
+            admit_via: vec![],
+        }],
+    };
+    let mut kv = kv(1, "kv", 1, 12, 4, |_| vec![sref(0, 0)]);
+    kv.members[0].config.spill = Some(spill_to(PoolRef { pool: 0, member: 0 }, sref(1, 0)));
+    HostConfig {
+        attrs: attrs(),
+        stages: vec![step("engine", 1, engine(100, 8, None)), link("pcie", 2.0)],
+        pools: vec![host, kv],
+    }
+}
+
+fn events<'a>(lines: &'a [Value], ev: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|l| l["ev"] == ev).collect()
+}
+
+#[test]
+fn r12_r17_spills_take_link_time_and_a_tier_hit_waits_for_its_load() {
+    // t0: s0 (run 1, 8 units) computes and finishes at 1, caching 2 blocks.
+    // t1: s1 (12 units) needs all 3 blocks: both cached blocks are evicted tail first
+    //     and spilled, 4 work each at rate 2: the link writes (1,7) from 1 to 3, then
+    //     (1,3) from 3 to 5. They join host in one entry (session 0, released at 1).
+    // t6: s2 has s0's prompt: nothing in kv, but host holds block 0 (the last-token
+    //     rule stops the walk there): a tier hit of 4. Its allocation evicts s1's
+    //     tail (2,11), spilled from 6 to 8; the load queues behind it, 8 to 10. s2 is
+    //     admitted with no tokens and waits.
+    // t10: the load is done: s2 computes its last 4 (evicting and spilling (2,7), done
+    //     at 12) and gets its token at 11: a TTFT of 5 instead of 1.
+    let w = workload(vec![
+        sess(0.0, 8, 1, &[(1, 8)]),
+        sess(1.0, 12, 1, &[(2, 12)]),
+        sess(6.0, 8, 1, &[(1, 8)]),
+    ]);
+    let (r, _, lines) = run(tiered(), &w);
+    let stores: Vec<Value> = events(&lines, "store")
+        .iter()
+        .map(|l| json!([l["t"], l["pool"], l["session"], l["key"], l["entry"]]))
+        .collect();
+    assert_eq!(
+        stores,
+        [
+            json!([3.0, "host", 0, [1, 7], 0]),
+            json!([5.0, "host", 0, [1, 3], 0]),
+            json!([8.0, "host", 1, [2, 11], 1]),
+            json!([12.0, "host", 1, [2, 7], 1]),
+        ]
+    );
+    let spills: Vec<Value> = events(&lines, "spill")
+        .iter()
+        .map(|l| json!([l["t"], l["key"], l["work"]]))
+        .collect();
+    assert_eq!(
+        spills,
+        [
+            json!([1.0, [1, 7], 4.0]),
+            json!([1.0, [1, 3], 4.0]),
+            json!([6.0, [2, 11], 4.0]),
+            json!([10.0, [2, 7], 4.0]),
+        ]
+    );
+    let hit = events(&lines, "tier_hit");
+    assert_eq!(
+        (hit.len(), &hit[0]["t"], &hit[0]["units"], &hit[0]["work"]),
+        (1, &json!(6.0), &json!(4), &json!(4.0))
+    );
+    assert_eq!(events(&lines, "loaded")[0]["t"], json!(10.0));
+    let its: Vec<Value> = iterations(&lines)
+        .iter()
+        .map(|l| json!([l["t"], l["admitted"], l["cont"], l["finished"]]))
+        .collect();
+    assert_eq!(
+        its,
+        [
+            json!([0.0, [[0, "new", 0, 8]], [], [0]]),
+            json!([1.0, [[1, "new", 0, 12]], [], [1]]),
+            json!([6.0, [[2, "new", 0, 0]], [], []]),
+            json!([10.0, [], [[2, 4]], [2]]),
+        ]
+    );
+    assert_eq!(
+        (r.finished, r.ttft.p99, r.sim_seconds),
+        (3, Some(5.0), 12.0)
+    );
+    let (host, kv) = (&r.pools[0], &r.pools[1]);
+    assert_eq!(
+        (host.tier, host.stored, host.tier_hit_rate),
+        (true, 4, Some(4.0 / 28.0))
+    );
+    assert_eq!((kv.spills, kv.tier_loads, kv.tier_load_units), (4, 1, 4));
+    assert_eq!(
+        (r.spills, r.tier_loads, r.tier_hit_rate),
+        (4, 1, Some(4.0 / 28.0))
+    );
+    let l = &r.links[0];
+    assert_eq!(
+        (l.name.as_str(), l.writes, l.loads, l.busy_seconds),
+        ("pcie", 4, 1, 10.0)
+    );
+}
+
+#[test]
+fn r12_a_block_the_tier_already_holds_is_not_written_again() {
+    // s0 and s1 share run 1; after both are evicted once, s2 brings run 1 back and
+    // its eviction finds block (1,3) already in the tier: no link work.
+    let w = workload(vec![
+        sess(0.0, 8, 1, &[(1, 8)]),
+        sess(1.0, 12, 1, &[(2, 12)]),
+        sess(6.0, 4, 1, &[(1, 4)]),
+        sess(7.0, 12, 1, &[(3, 12)]),
+    ]);
+    let (r, _, lines) = run(tiered(), &w);
+    assert_eq!(r.finished, 4);
+    assert!(r.pools[1].spills_skipped >= 1, "{:?}", r.pools[1]);
+    assert!(
+        events(&lines, "spill_skip")
+            .iter()
+            .any(|l| l["key"] == json!([1, 3]))
+    );
+    assert_eq!(
+        r.links[0].writes + r.pools[1].spills_skipped,
+        r.pools[1].spills
+    );
+}
+
+struct NoEnv;
+
+impl Env for NoEnv {
+    fn attrs(&self, _: SessionId) -> Option<&[f64]> {
+        Some(&[])
+    }
+    fn is_resident(&self, _: SessionId) -> bool {
+        false
+    }
+    fn query(&self, q: Query) -> f64 {
+        poolrt::env::default_query(q)
+    }
+}
+
+fn key(run: u64, offset: u64) -> BlockKey {
+    BlockKey {
+        run: RunId(run),
+        offset,
+    }
+}
+
+#[test]
+fn r12_tier_entries_keep_release_time_order_and_gather_by_session() {
+    // A tier of 2 blocks. s5's block (released at 10) arrives first, then s3's
+    // (released at 5): s3's entry is older, so it is placed first and evicted first
+    // when s7's block needs room, although it arrived later.
+    let mut tier = Pool::new(PoolConfig {
+        cap: Limit::Finite(Units(8)),
+        block: Units(4),
+        ..PoolConfig::default()
+    })
+    .unwrap();
+    tier.set_logging(true);
+    let env = NoEnv;
+    let put = |t: &mut Pool, now: f64, s: u64, k: BlockKey, last: f64| {
+        let r = t.accept_spill(now, SessionId(s), k, last, &env).unwrap();
+        t.check().unwrap();
+        r
+    };
+    assert!(matches!(
+        put(&mut tier, 11.0, 5, key(9, 3), 10.0),
+        Stored::Stored(_)
+    ));
+    assert!(matches!(
+        put(&mut tier, 12.0, 3, key(8, 3), 5.0),
+        Stored::Stored(_)
+    ));
+    let order: Vec<u64> = tier.entries().iter().map(|e| e.session.0).collect();
+    assert_eq!(order, [3, 5]);
+    assert_eq!(put(&mut tier, 12.0, 3, key(8, 3), 5.0), Stored::Duplicate);
+    assert!(matches!(
+        put(&mut tier, 13.0, 7, key(7, 3), 7.0),
+        Stored::Stored(_)
+    ));
+    let order: Vec<(u64, f64)> = tier
+        .entries()
+        .iter()
+        .map(|e| (e.session.0, e.last))
+        .collect();
+    assert_eq!(order, [(7, 7.0), (5, 10.0)]);
+    assert!(tier.has_key(&key(9, 3)) && !tier.has_key(&key(8, 3)));
+    // Blocks of one entry arrive tail first and gather at its head.
+    let mut tier = Pool::new(PoolConfig::default()).unwrap();
+    put(&mut tier, 1.0, 2, key(4, 1), 0.5);
+    put(&mut tier, 1.0, 2, key(4, 0), 0.5);
+    let e = tier.entries();
+    assert_eq!(
+        (e.len(), e[0].keys.clone()),
+        (1, vec![key(4, 0), key(4, 1)])
+    );
+    assert_eq!(tier.counters().stored, 2);
+}
