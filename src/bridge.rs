@@ -1,0 +1,175 @@
+//! The bridge from a checked spec to the runtime: turns the IR's pools (with their
+//! compiled policies, from the JIT or a shared object) into `poolrt`'s own
+//! configuration types, resolving family joins to concrete members. It owns the
+//! mapping between the two crates' vocabularies and nothing else: it never evaluates
+//! an expression and never runs a pool.
+
+use std::fmt;
+
+use poolrt::policy::PoolPolicy;
+use poolrt::{
+    EvictPolicy, Limit, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, SpillPolicy,
+    StageRef, Units,
+};
+
+use crate::ir::{self, JoinRule, Member, PoolId, Program, QueryTarget, Var};
+
+/// A mismatch between the IR and the policies given for it: a broken build, not a
+/// user's mistake, but reported as an error so a stale shared object cannot crash
+/// the host.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BridgeError {
+    /// The IR has keys (or a spill) that the policy set lacks, or the reverse.
+    Mismatch { pool: String, what: &'static str },
+    /// The runtime refused the configuration.
+    Config { pool: String, message: String },
+}
+
+impl fmt::Display for BridgeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BridgeError::Mismatch { pool, what } => {
+                write!(
+                    f,
+                    "pool `{pool}`: the compiled policies have no {what} for its IR"
+                )
+            }
+            BridgeError::Config { pool, message } => write!(f, "pool `{pool}`: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for BridgeError {}
+
+/// The member of `target` (a family of `target_count`) joined to `member` by `rule`.
+pub fn join_member(rule: JoinRule, member: u32) -> u32 {
+    match rule {
+        JoinRule::MemberForMember => member,
+        JoinRule::SharedTarget => 0,
+        // Only `admit via` uses it: the one pool is member 0 of its family.
+        JoinRule::SharedSource => member,
+    }
+}
+
+fn resolve(m: Member, member: u32) -> u32 {
+    match m {
+        Member::Same => member,
+        Member::Index(i) => i,
+    }
+}
+
+/// The runtime configuration of member `member` of pool `id`.
+pub fn pool_config(
+    program: &Program,
+    id: PoolId,
+    member: u32,
+    policy: &PoolPolicy,
+) -> Result<PoolConfig, BridgeError> {
+    let pool = program.pool(id);
+    let mismatch = |what| BridgeError::Mismatch {
+        pool: pool.name.clone(),
+        what,
+    };
+    let queue = match (&pool.queue, &policy.queue) {
+        (ir::QueuePolicy::Fifo, _) => QueuePolicy::Fifo,
+        (ir::QueuePolicy::By(_), Some(keys)) => QueuePolicy::By {
+            keys: keys.clone(),
+            layout: layout(&pool.queue_layout, false, member),
+        },
+        (ir::QueuePolicy::By(_), None) => return Err(mismatch("queue keys")),
+    };
+    let evict = match (&pool.evict, &policy.evict) {
+        (ir::Evict::Lru, _) => EvictPolicy::Lru,
+        (ir::Evict::By(_), Some(keys)) => EvictPolicy::By {
+            keys: keys.clone(),
+            layout: layout(&pool.entry_layout, true, member),
+        },
+        (ir::Evict::By(_), None) => return Err(mismatch("evict keys")),
+    };
+    let spill = match (&pool.spill, &policy.spill) {
+        (None, _) => None,
+        (Some(s), Some(fns)) => Some(SpillPolicy {
+            fns: fns.clone(),
+            layout: layout(&pool.entry_layout, true, member),
+            tier: PoolRef {
+                pool: s.tier.target.0,
+                member: join_member(s.tier.rule, member),
+            },
+            link: StageRef {
+                stage: s.link.target.0,
+                member: join_member(s.link.rule, member),
+            },
+        }),
+        (Some(_), None) => return Err(mismatch("spill functions")),
+    };
+    Ok(PoolConfig {
+        me: PoolRef { pool: id.0, member },
+        cap: match pool.cap {
+            ir::Limit::Finite(n) => Limit::Finite(Units(n)),
+            ir::Limit::Unbounded => Limit::Unbounded,
+        },
+        block: Units(pool.block_units()),
+        evict,
+        preempt: match pool.preempt {
+            ir::PreemptMode::None => Preempt::None,
+            ir::PreemptMode::Lifo => Preempt::Lifo,
+        },
+        queue,
+        queue_index: QueueIndex::Auto,
+        spill,
+    })
+}
+
+/// A site layout in runtime terms. `entry` says it is the entry layout, where `units`
+/// means the units a spill writes.
+fn layout(l: &ir::Layout, entry: bool, member: u32) -> poolrt::Layout {
+    let map = |inputs: &[ir::Input]| inputs.iter().map(|i| input(*i, entry, member)).collect();
+    poolrt::Layout {
+        row: map(&l.row),
+        ctx: map(&l.ctx),
+    }
+}
+
+fn input(i: ir::Input, entry: bool, member: u32) -> poolrt::Input {
+    use poolrt::Input as R;
+    match i {
+        ir::Input::Attr(a) => R::Attr(a.0),
+        ir::Input::Enqueued => R::Enqueued,
+        ir::Input::Var(v) => match v {
+            Var::Units if entry => R::SpillUnits,
+            Var::Units => R::Units,
+            Var::Reserve => R::Reserve,
+            Var::Computed => R::Computed,
+            Var::Size => R::Size,
+            Var::Last => R::Last,
+            Var::Waiting => R::Waiting,
+            Var::Now => R::Now,
+            // sema stores `waited` and `age` as differences, and the stage variables
+            // appear only in stage `time` layouts, never in a pool's.
+            Var::Waited | Var::Age | Var::Tokens | Var::Prefill | Var::Decode | Var::Residents => {
+                unreachable!("sema never puts `{}` in a pool layout", v.name())
+            }
+        },
+        ir::Input::Query(q) => R::Query(poolrt::Query {
+            kind: match q.kind {
+                ir::QueryKind::Free => poolrt::QueryKind::Free,
+                ir::QueryKind::Used => poolrt::QueryKind::Used,
+                ir::QueryKind::Cached => poolrt::QueryKind::Cached,
+                ir::QueryKind::Cap => poolrt::QueryKind::Cap,
+                ir::QueryKind::Queued => poolrt::QueryKind::Queued,
+                ir::QueryKind::BudgetLeft => poolrt::QueryKind::BudgetLeft,
+                ir::QueryKind::Residents => poolrt::QueryKind::Residents,
+            },
+            target: match q.target {
+                QueryTarget::Pool(p, m) => poolrt::Target::Pool(PoolRef {
+                    pool: p.0,
+                    member: resolve(m, member),
+                }),
+                QueryTarget::Stage(s, m) => poolrt::Target::Stage(StageRef {
+                    stage: s.0,
+                    member: resolve(m, member),
+                }),
+            },
+        }),
+    }
+}
