@@ -468,3 +468,14 @@ fn an_unbounded_stage_and_pool_serve_everything_in_one_iteration() {
     assert_eq!((r.finished, r.sim_seconds, r.pools[0].cap), (5, 0.0, None));
     assert_eq!(r.stages[0].iterations, 1);
 }
+
+#[test]
+fn a_hand_built_session_the_readers_would_refuse_is_an_error_not_a_panic() {
+    let w = workload(vec![sess(0.0, 4, 0, &[])]);
+    let err = Host::new(vllm(10, 4, engine(10, 8, None)), &w).err();
+    assert!(
+        matches!(err, Some(HostError::Config(m)) if m.starts_with("session 0 of inline: prompt 4 (runs 0), output 0"))
+    );
+    let w = workload(vec![sess(0.0, 4, 1, &[(1, 3)])]);
+    assert!(Host::new(vllm(10, 4, engine(10, 8, None)), &w).is_err());
+}

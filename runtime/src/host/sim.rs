@@ -597,6 +597,17 @@ impl Host {
             victims: Vec::new(),
         };
         host.bind(&config.attrs, workload)?;
+        // Latency samples have known bounds: reserving them keeps a warm replay free
+        // of reallocation.
+        let n = workload.sessions.len();
+        let gaps: u64 = workload
+            .sessions
+            .iter()
+            .map(|s| s.output.saturating_sub(1))
+            .sum();
+        host.ttft.reserve(n);
+        host.e2e.reserve(n);
+        host.itl.reserve(usize::try_from(gaps).unwrap_or(0));
         for p in 0..host.pools.len() {
             host.refresh(p);
         }
@@ -617,7 +628,21 @@ impl Host {
             .collect();
         self.shared.sess.reserve(w.sessions.len());
         self.shared.attrs.reserve(w.sessions.len() * attrs.len());
+        let mut previous = 0.0;
         for (i, s) in w.sessions.iter().enumerate() {
+            // The readers check these; a workload built by hand may not have been.
+            let runs: u64 = s.runs.iter().map(|r| r.len.0).sum();
+            if s.prompt == 0
+                || s.output == 0
+                || (!s.runs.is_empty() && runs != s.prompt)
+                || !(s.arrival >= previous && s.arrival.is_finite())
+            {
+                return Err(config_err(format!(
+                    "session {i} of {}: prompt {} (runs {runs}), output {}, arrival {}: a                      session needs a prompt and an output of at least 1, runs adding up to                      the prompt, and a finite arrival not before the previous one",
+                    w.source, s.prompt, s.output, s.arrival
+                )));
+            }
+            previous = s.arrival;
             for (a, src) in attrs.iter().zip(&sources) {
                 let v = match *src {
                     AttrSource::Serial => i as f64,
