@@ -152,7 +152,11 @@ impl Report {
     pub fn to_text(&self) -> String {
         use std::fmt::Write;
         let mut s = String::new();
-        let ms = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1} ms", v * 1e3));
+        let ms = |x: Option<f64>| match x {
+            None => "-".to_string(),
+            Some(v) if v >= 10.0 => format!("{v:.1} s"),
+            Some(v) => format!("{:.1} ms", v * 1e3),
+        };
         let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.2}%", v * 100.0));
         let lat = |name: &str, p: &Percentiles| {
             format!(
