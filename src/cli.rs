@@ -72,6 +72,35 @@ enum Command {
         #[command(flatten)]
         set: SetArgs,
     },
+    /// Compile a spec to a shared object (or an object file) that a host in any
+    /// language can load, with a C header; the library carries a manifest of
+    /// pools, stages, slot layouts and read-sets (docs/ABI.md).
+    Build {
+        spec: PathBuf,
+        /// The file to write (e.g. libpolicy.so).
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Target triple: x86_64-unknown-linux-gnu or aarch64-unknown-linux-gnu
+        /// (default: this machine).
+        #[arg(long, value_name = "TRIPLE")]
+        target: Option<String>,
+        /// A linked shared object, or a relocatable object file to link yourself
+        /// (with -lm).
+        #[arg(long, value_enum, default_value = "so")]
+        emit: EmitArg,
+        /// The C compiler driver that links the shared object, with any leading
+        /// arguments (default: cc, or aarch64-linux-gnu-gcc for aarch64 elsewhere).
+        #[arg(long, value_name = "CMD")]
+        linker: Option<String>,
+        /// Where to write the C header (default: the output with extension .h).
+        #[arg(long, value_name = "FILE")]
+        header: Option<PathBuf>,
+        /// The start of every exported symbol: `<prefix>_pool_<P>_queue_select`, …
+        #[arg(long, default_value = "poolc", value_parser = parse_prefix)]
+        prefix: poolc::codegen::object::Prefix,
+        #[command(flatten)]
+        set: SetArgs,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -183,6 +212,27 @@ pub fn run() -> ExitCode {
             inputs,
             set,
         } => run_eval(&spec, &pool, site.site(), interp, &inputs, &set.options()),
+        Command::Build {
+            spec,
+            output,
+            target,
+            emit,
+            linker,
+            header,
+            prefix,
+            set,
+        } => run_build(
+            &spec,
+            &output,
+            BuildArgs {
+                target,
+                emit,
+                linker,
+                header,
+                prefix,
+            },
+            &set.options(),
+        ),
     }
 }
 
@@ -286,4 +336,65 @@ fn report(path: &Path, source: &str, diags: &[Diagnostic]) {
     );
     let n = diags.len();
     eprintln!("poolc: {n} error{} in {}", plural(n), path.display());
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum EmitArg {
+    /// A shared object (.so), linked with the system linker.
+    So,
+    /// A relocatable object file (.o).
+    Obj,
+}
+
+fn parse_prefix(s: &str) -> Result<poolc::codegen::object::Prefix, String> {
+    poolc::codegen::object::Prefix::parse(s)
+}
+
+/// The options of `poolc build` besides the spec, output and `--set`.
+struct BuildArgs {
+    target: Option<String>,
+    emit: EmitArg,
+    linker: Option<String>,
+    header: Option<PathBuf>,
+    prefix: poolc::codegen::object::Prefix,
+}
+
+fn run_build(spec: &Path, output: &Path, args: BuildArgs, options: &Options) -> ExitCode {
+    use poolc::build::{BuildOptions, Emit};
+    use poolc::codegen::object::Target;
+    let target = match &args.target {
+        Some(t) => Target::parse(t),
+        None => Target::host(),
+    };
+    let target = match target {
+        Ok(t) => t,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let program = match load(spec, options) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let build_options = BuildOptions {
+        target,
+        emit: match args.emit {
+            EmitArg::So => Emit::SharedObject,
+            EmitArg::Obj => Emit::Object,
+        },
+        prefix: args.prefix,
+        linker: args.linker,
+        header: args.header,
+        source_name: spec.display().to_string(),
+    };
+    match poolc::build::build(&program, output, &build_options) {
+        Ok(built) => {
+            println!(
+                "wrote {} ({}) and {}",
+                built.output.display(),
+                build_options.target,
+                built.header.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&e.to_string()),
+    }
 }

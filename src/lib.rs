@@ -3,12 +3,14 @@
 //! This crate never prints and never exits; `main.rs` does both.
 
 pub mod bridge;
+pub mod build;
 pub mod codegen;
 pub mod diag;
 pub mod eval;
 pub mod interp;
 pub mod ir;
 pub mod sema;
+pub mod sharedobj;
 pub mod syntax;
 
 pub use codegen::{Compiled, compile};

@@ -3,76 +3,26 @@
 //! `finalize_definitions`, and the ownership of the resulting machine code, which is
 //! freed (`free_memory`) when the last [`CodeHandle`] share of it goes. It is the only
 //! place where a code pointer becomes a Rust function pointer ([`Finished::get`]).
-//! It does not decide what to generate (that is the plan in `mod.rs`) nor how
-//! expressions lower (`lower.rs`).
+//! It does not decide what to generate (that is the plan in `mod.rs`), how
+//! expressions lower (`lower.rs`) nor how a function is declared and built (the
+//! `Definer` in `mod.rs`, shared with the object backend).
 
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use cranelift_codegen::control::ControlPlane;
 use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
-use cranelift_codegen::{Context, ir as clir};
-use cranelift_frontend::FunctionBuilderContext;
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{FuncId, Linkage, Module, ModuleError, default_libcall_names};
+use cranelift_module::{FuncId, Linkage, default_libcall_names};
 use poolrt::policy::{
     CmpFn, CodeHandle, KeyFn, KeyList, PoolPolicy, SelectFn, Shape, SpillFns, StagePolicy, TimeFn,
 };
 
-use super::lower::{self, FnKind, Imports, Keys};
-use super::{CodegenError, ListPlan, Planned, ProgramPlan, list_plan_of};
-use crate::ir::{self, Expr, PoolId, StageId};
-
-/// A program's policy functions, JIT-compiled, with the IR they came from. The
-/// policy structs share ownership of the machine code: it is freed when this value
-/// and every clone of a struct taken from it are gone.
-pub struct Compiled {
-    program: ir::Program,
-    pools: Vec<PoolPolicy>,
-    stages: Vec<StagePolicy>,
-    code: CodeHandle,
-}
-
-impl Compiled {
-    /// The checked program: caps, blocks, read-sets, slot layouts, links.
-    pub fn program(&self) -> &ir::Program {
-        &self.program
-    }
-
-    /// The functions of a pool declaration; every member of its family uses them.
-    pub fn pool(&self, id: PoolId) -> &PoolPolicy {
-        &self.pools[id.0 as usize]
-    }
-
-    /// The functions of a stage declaration; every member of its family uses them.
-    pub fn stage(&self, id: StageId) -> &StagePolicy {
-        &self.stages[id.0 as usize]
-    }
-
-    /// Pool policies indexed like `program().pools`.
-    pub fn pools(&self) -> &[PoolPolicy] {
-        &self.pools
-    }
-
-    /// Stage policies indexed like `program().stages`.
-    pub fn stages(&self) -> &[StagePolicy] {
-        &self.stages
-    }
-
-    pub fn code(&self) -> &CodeHandle {
-        &self.code
-    }
-}
-
-impl std::fmt::Debug for Compiled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Compiled")
-            .field("pools", &self.pools)
-            .field("stages", &self.stages)
-            .finish_non_exhaustive()
-    }
-}
+use super::lower::{self, FnKind, Keys};
+use super::{
+    CodegenError, Compiled, Definer, ListPlan, Planned, ProgramPlan, list_plan_of, module_err,
+};
+use crate::ir::{self, Expr};
 
 /// JIT-compiles every policy function of `program` in one module.
 pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> {
@@ -119,12 +69,7 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
             unsafe { StagePolicy::new(done.get(time), ctx_len, code.clone()) }
         })
         .collect();
-    Ok(Compiled {
-        program: program.clone(),
-        pools,
-        stages,
-        code,
-    })
+    Ok(Compiled::new(program.clone(), pools, stages, code))
 }
 
 /// Bare expressions compiled as `key(row, ctx)` functions in one module: for tests,
@@ -342,16 +287,12 @@ pub(crate) struct ListHandles {
     shape: Shape,
 }
 
-/// One compile batch: the module plus the contexts reused between functions.
+/// One compile batch: the module plus the [`Definer`] shared with the object backend.
 pub(crate) struct Jit {
     /// Owns the code memory until [`Jit::finish`] passes it on; `None` only after.
     module: Option<JITModule>,
-    /// Reused for every function so each definition does not reallocate.
-    ctx: Context,
-    /// cranelift-frontend's scratch state, reused likewise.
-    fctx: FunctionBuilderContext,
-    /// Declared once per module; every function that uses `%` refers to it.
-    imports: Imports,
+    /// Declares, lowers and defines planned functions; reused between them.
+    definer: Definer,
 }
 
 impl Jit {
@@ -365,36 +306,12 @@ impl Jit {
         builder.symbol("floor", host_floor as *const u8);
         builder.symbol("ceil", host_ceil as *const u8);
         let mut module = JITModule::new(builder);
-        let imports = Imports::declare(&mut module)?;
-        let ctx = module.make_context();
+        // Local: the JIT's symbols are looked up by id, never linked against.
+        let definer = Definer::new(&mut module, Linkage::Local, String::new())?;
         Ok(Jit {
             module: Some(module),
-            ctx,
-            fctx: FunctionBuilderContext::new(),
-            imports,
+            definer,
         })
-    }
-
-    /// Lowers `planned` into `self.ctx.func`, declaring its symbol.
-    fn build(&mut self, planned: &Planned<'_>) -> Result<FuncId, CodegenError> {
-        let module = self
-            .module
-            .as_mut()
-            .expect("the module is present until finish()");
-        let sig = lower::signature(planned.kind, module);
-        let id = module
-            .declare_function(&planned.symbol, Linkage::Local, &sig)
-            .map_err(module_err(Some(&planned.symbol)))?;
-        module.clear_context(&mut self.ctx);
-        self.ctx.func.name = clir::UserFuncName::testcase(&planned.symbol);
-        lower::build(
-            module,
-            &self.imports,
-            planned.kind,
-            &mut self.ctx.func,
-            &mut self.fctx,
-        );
-        Ok(id)
     }
 
     /// Lowers and compiles one function of type `F` into the module.
@@ -404,14 +321,11 @@ impl Jit {
             "{} requested with the wrong function type",
             planned.symbol
         );
-        let id = self.build(planned)?;
         let module = self
             .module
             .as_mut()
             .expect("the module is present until finish()");
-        module
-            .define_function(id, &mut self.ctx)
-            .map_err(module_err(Some(&planned.symbol)))?;
+        let id = self.definer.define(module, planned)?;
         Ok(Handle {
             id,
             _type: PhantomData,
@@ -434,20 +348,11 @@ impl Jit {
 
     /// The CLIF text of one function, never defined in the module.
     fn clif(&mut self, planned: &Planned<'_>, optimized: bool) -> Result<String, CodegenError> {
-        self.build(planned)?;
-        if optimized {
-            let module = self
-                .module
-                .as_ref()
-                .expect("the module is present until finish()");
-            self.ctx
-                .optimize(module.isa(), &mut ControlPlane::default())
-                .map_err(|e| CodegenError::Module {
-                    function: Some(planned.symbol.clone()),
-                    message: e.to_string(),
-                })?;
-        }
-        Ok(self.ctx.func.display().to_string())
+        let module = self
+            .module
+            .as_mut()
+            .expect("the module is present until finish()");
+        self.definer.clif(module, planned, optimized)
     }
 
     /// Resolves relocations and makes the batch executable (one
@@ -476,13 +381,6 @@ impl Drop for Jit {
             // SAFETY: a batch dropped before `finish` never handed out a pointer.
             unsafe { module.free_memory() };
         }
-    }
-}
-
-fn module_err(function: Option<&str>) -> impl Fn(ModuleError) -> CodegenError + '_ {
-    move |e| CodegenError::Module {
-        function: function.map(str::to_string),
-        message: e.to_string(),
     }
 }
 

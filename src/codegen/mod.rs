@@ -1,28 +1,36 @@
 //! Code generation: from a checked `ir::Program` to the policy functions of
 //! docs/ABI.md. This module owns the *plan* (which functions a program needs, their
-//! symbol names, the slot shapes they read), the error type and the public API;
-//! [`lower`] turns one planned function into Cranelift IR for any module and ISA, and
-//! `jit` owns the JIT module and its memory. Nothing here parses, checks names or
-//! evaluates expressions (that is `sema` and `interp`), and nothing here may assume
-//! the host is x86-64.
+//! symbol names, the slot shapes they read), the one sequence by which every backend
+//! declares, lowers and defines a planned function ([`Definer`]), the error type, the
+//! bundle of policy structs ([`Compiled`]) and the public API; [`lower`] turns one
+//! planned function into Cranelift IR for any module and ISA, `jit` owns the JIT
+//! module and its memory, and [`object`] writes the same functions into an object
+//! file for any supported target. Nothing here parses, checks names or evaluates
+//! expressions (that is `sema` and `interp`), links or loads libraries (`build`,
+//! `sharedobj`), and nothing here may assume the host is x86-64.
 //!
-//! Symbols (also the names the object backend exports): `pool_<P>_queue_key<i>`,
-//! `pool_<P>_queue_cmp`, `pool_<P>_queue_select`, the same with `evict`,
-//! `pool_<P>_spill_pred`, `pool_<P>_spill_work` and `stage_<S>_time`. Pool and stage
-//! names are distinct identifiers (D7) and every site suffix has exactly one `_`, so
-//! no two symbols of a program can collide.
+//! Symbols: `pool_<P>_queue_key<i>`, `pool_<P>_queue_cmp`, `pool_<P>_queue_select`,
+//! the same with `evict`, `pool_<P>_spill_pred`, `pool_<P>_spill_work` and
+//! `stage_<S>_time`; the object backend exports each as `<prefix>_<symbol>`. Pool
+//! and stage names are distinct identifiers (D7) and every site suffix has exactly
+//! one `_`, so no two symbols of a program can collide.
 
 mod jit;
 pub mod lower;
+pub mod object;
 
 use std::fmt;
 
-use poolrt::policy::Shape;
+use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::{Context, ir as clir};
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_module::{FuncId, Linkage, Module, ModuleError};
+use poolrt::policy::{CodeHandle, PoolPolicy, Shape, StagePolicy};
 
 use crate::diag::Diagnostic;
-use crate::ir::{self, Evict, Expr, Layout, QueuePolicy, SiteExpr};
-pub use jit::{Compiled, CompiledExprs, compile_exprs, compile_key_list, compile_program};
-use lower::{FnKind, Keys};
+use crate::ir::{self, Evict, Expr, Layout, PoolId, QueuePolicy, SiteExpr, StageId};
+pub use jit::{CompiledExprs, compile_exprs, compile_key_list, compile_program};
+use lower::{FnKind, Imports, Keys};
 
 /// Why code generation failed. Every variant is a message for a person: the ISA of
 /// this machine is unusable, the IR broke its contract, or Cranelift refused.
@@ -68,6 +76,75 @@ impl fmt::Display for CodegenError {
 
 impl std::error::Error for CodegenError {}
 
+/// A program's policy functions, JIT-compiled or loaded from a shared object
+/// (`sharedobj::load`), with the IR they came from. The policy structs share
+/// ownership of the machine code: it is freed (or the library unloaded) when this
+/// value and every clone of a struct taken from it are gone.
+pub struct Compiled {
+    program: ir::Program,
+    pools: Vec<PoolPolicy>,
+    stages: Vec<StagePolicy>,
+    code: CodeHandle,
+}
+
+impl Compiled {
+    /// Bundles policy structs made for `program` (indexed like its pools and
+    /// stages) with the handle that keeps their code; only backends make one.
+    pub(crate) fn new(
+        program: ir::Program,
+        pools: Vec<PoolPolicy>,
+        stages: Vec<StagePolicy>,
+        code: CodeHandle,
+    ) -> Compiled {
+        assert_eq!(pools.len(), program.pools.len(), "one policy per pool");
+        assert_eq!(stages.len(), program.stages.len(), "one policy per stage");
+        Compiled {
+            program,
+            pools,
+            stages,
+            code,
+        }
+    }
+
+    /// The checked program: caps, blocks, read-sets, slot layouts, links.
+    pub fn program(&self) -> &ir::Program {
+        &self.program
+    }
+
+    /// The functions of a pool declaration; every member of its family uses them.
+    pub fn pool(&self, id: PoolId) -> &PoolPolicy {
+        &self.pools[id.0 as usize]
+    }
+
+    /// The functions of a stage declaration; every member of its family uses them.
+    pub fn stage(&self, id: StageId) -> &StagePolicy {
+        &self.stages[id.0 as usize]
+    }
+
+    /// Pool policies indexed like `program().pools`.
+    pub fn pools(&self) -> &[PoolPolicy] {
+        &self.pools
+    }
+
+    /// Stage policies indexed like `program().stages`.
+    pub fn stages(&self) -> &[StagePolicy] {
+        &self.stages
+    }
+
+    pub fn code(&self) -> &CodeHandle {
+        &self.code
+    }
+}
+
+impl fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Compiled")
+            .field("pools", &self.pools)
+            .field("stages", &self.stages)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Parses, checks and JIT-compiles a spec. A code generation failure (which only a
 /// compiler bug or an unusable host can cause) is a diagnostic with code `codegen`.
 pub fn compile(source: &str, options: &crate::Options) -> Result<Compiled, Vec<Diagnostic>> {
@@ -102,6 +179,134 @@ pub fn clif(
         return Err(CodegenError::NoSuchPool(name.to_string()));
     }
     jit::clif_text(&selected, optimized)
+}
+
+/// Every planned function of a program in one fixed order (each pool's, in pool
+/// order, then each stage's `time`): the order of `clif`, of the JIT's definitions
+/// and of the object file's.
+pub(crate) fn all_functions<'p>(plan: &'p ProgramPlan<'_>) -> Vec<&'p Planned<'p>> {
+    let mut out = Vec::new();
+    for p in &plan.pools {
+        out.extend(p.functions());
+    }
+    out.extend(plan.stages.iter().map(|s| &s.time));
+    out
+}
+
+/// The one path from a planned function to a module, shared by the JIT and the
+/// object backend so that both generate the same Cranelift IR: declare the symbol,
+/// lower the body with [`lower::build`], and define it (or print it). It holds what
+/// is reused between functions.
+pub(crate) struct Definer {
+    /// Reused for every function so each definition does not reallocate.
+    ctx: Context,
+    /// cranelift-frontend's scratch state, reused likewise.
+    fctx: FunctionBuilderContext,
+    /// Declared once per module; every function that uses `%` refers to it.
+    imports: Imports,
+    /// `Local` in the JIT (nothing links against it), `Export` in an object file.
+    linkage: Linkage,
+    /// Put before every planned symbol in the module's symbol table (`""` in the
+    /// JIT, `"<prefix>_"` in an object file); the CLIF name stays the bare symbol.
+    symbol_prefix: String,
+}
+
+impl Definer {
+    /// Declares the imports in `module`; call it before declaring anything else so
+    /// that every backend numbers `fmod` alike (the CLIF text names it `u0:0`).
+    pub fn new(
+        module: &mut dyn Module,
+        linkage: Linkage,
+        symbol_prefix: String,
+    ) -> Result<Definer, CodegenError> {
+        let imports = Imports::declare(module)?;
+        Ok(Definer {
+            ctx: module.make_context(),
+            fctx: FunctionBuilderContext::new(),
+            imports,
+            linkage,
+            symbol_prefix,
+        })
+    }
+
+    /// Declares `planned` and lowers it into the reused context, where it stays
+    /// until the next call.
+    pub fn build(
+        &mut self,
+        module: &mut dyn Module,
+        planned: &Planned<'_>,
+    ) -> Result<FuncId, CodegenError> {
+        let sig = lower::signature(planned.kind, module);
+        let name = format!("{}{}", self.symbol_prefix, planned.symbol);
+        let id = module
+            .declare_function(&name, self.linkage, &sig)
+            .map_err(module_err(Some(&planned.symbol)))?;
+        module.clear_context(&mut self.ctx);
+        self.ctx.func.name = clir::UserFuncName::testcase(&planned.symbol);
+        lower::build(
+            module,
+            &self.imports,
+            planned.kind,
+            &mut self.ctx.func,
+            &mut self.fctx,
+        );
+        Ok(id)
+    }
+
+    /// The CLIF text of the function last built.
+    pub fn text(&self) -> String {
+        self.ctx.func.display().to_string()
+    }
+
+    /// Compiles the function last built into the module as `id`.
+    pub fn define_built(
+        &mut self,
+        module: &mut dyn Module,
+        id: FuncId,
+        symbol: &str,
+    ) -> Result<(), CodegenError> {
+        module
+            .define_function(id, &mut self.ctx)
+            .map_err(module_err(Some(symbol)))
+    }
+
+    /// Declares, lowers and compiles `planned` into the module.
+    pub fn define(
+        &mut self,
+        module: &mut dyn Module,
+        planned: &Planned<'_>,
+    ) -> Result<FuncId, CodegenError> {
+        let id = self.build(module, planned)?;
+        self.define_built(module, id, &planned.symbol)?;
+        Ok(id)
+    }
+
+    /// The CLIF text of `planned` as built, or after the mid-end for the module's
+    /// ISA; the function is declared but never defined.
+    pub fn clif(
+        &mut self,
+        module: &mut dyn Module,
+        planned: &Planned<'_>,
+        optimized: bool,
+    ) -> Result<String, CodegenError> {
+        self.build(module, planned)?;
+        if optimized {
+            self.ctx
+                .optimize(module.isa(), &mut ControlPlane::default())
+                .map_err(|e| CodegenError::Module {
+                    function: Some(planned.symbol.clone()),
+                    message: e.to_string(),
+                })?;
+        }
+        Ok(self.text())
+    }
+}
+
+pub(crate) fn module_err(function: Option<&str>) -> impl Fn(ModuleError) -> CodegenError + '_ {
+    move |e| CodegenError::Module {
+        function: function.map(str::to_string),
+        message: e.to_string(),
+    }
 }
 
 /// One function to generate: its symbol and what it computes.
