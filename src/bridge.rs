@@ -1,18 +1,22 @@
-//! The bridge from a checked spec to the runtime: turns the IR's pools (with their
-//! compiled policies, from the JIT or a shared object) into `poolrt`'s own
+//! The bridge from a checked spec to the runtime: turns the IR's pools and stages (with
+//! their compiled policies, from the JIT or a shared object) into `poolrt`'s own
 //! configuration types, resolving family joins to concrete members. It owns the
 //! mapping between the two crates' vocabularies and nothing else: it never evaluates
 //! an expression and never runs a pool.
 
 use std::fmt;
 
-use poolrt::policy::PoolPolicy;
+use poolrt::host::{
+    AttrSpec, HostConfig, IterTime, LinkConfig, PoolDecl, PoolMember, StageDecl, StageKind,
+    StepConfig, TimeVar,
+};
+use poolrt::policy::{PoolPolicy, StagePolicy};
 use poolrt::{
     EvictPolicy, Limit, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, SpillPolicy,
     StageRef, Units,
 };
 
-use crate::ir::{self, JoinRule, Member, PoolId, Program, QueryTarget, Var};
+use crate::ir::{self, JoinRule, Member, PoolId, Program, QueryTarget, StageId, Var};
 
 /// A mismatch between the IR and the policies given for it: a broken build, not a
 /// user's mistake, but reported as an error so a stale shared object cannot crash
@@ -104,10 +108,7 @@ pub fn pool_config(
     };
     Ok(PoolConfig {
         me: PoolRef { pool: id.0, member },
-        cap: match pool.cap {
-            ir::Limit::Finite(n) => Limit::Finite(Units(n)),
-            ir::Limit::Unbounded => Limit::Unbounded,
-        },
+        cap: limit(pool.cap),
         block: Units(pool.block_units()),
         evict,
         preempt: match pool.preempt {
@@ -171,5 +172,125 @@ fn input(i: ir::Input, entry: bool, member: u32) -> poolrt::Input {
                 }),
             },
         }),
+    }
+}
+
+/// The reference host's whole configuration: every stage and every pool member, with
+/// the policies of each declaration (from the JIT, or loaded from a shared object).
+/// `pools[i]` and `stages[i]` are the policies of the i-th pool and stage of `program`.
+pub fn host_config(
+    program: &Program,
+    pools: &[PoolPolicy],
+    stages: &[StagePolicy],
+) -> Result<HostConfig, BridgeError> {
+    let attrs = program
+        .session
+        .attrs
+        .iter()
+        .map(|a| AttrSpec::new(&a.name, a.default))
+        .collect();
+    let mut stage_decls = Vec::new();
+    for (i, s) in program.stages.iter().enumerate() {
+        let kind = match s.kind {
+            ir::StageKind::Link => StageKind::Link(LinkConfig { rate: s.rate }),
+            ir::StageKind::Step => {
+                let policy = stages.get(i).ok_or_else(|| BridgeError::Mismatch {
+                    pool: s.name.clone(),
+                    what: "stage time function",
+                })?;
+                StageKind::Step(StepConfig {
+                    budget: limit(s.budget),
+                    seats: limit(s.seats),
+                    chunk: limit(s.chunk),
+                    exclusive_prefill: s.exclusive_prefill,
+                    time: iter_time(s, policy),
+                })
+            }
+        };
+        stage_decls.push(StageDecl {
+            name: s.name.clone(),
+            count: s.count,
+            kind,
+        });
+    }
+    let mut pool_decls = Vec::new();
+    for (i, p) in program.pools.iter().enumerate() {
+        let id = PoolId(i as u32);
+        let policy = pools.get(i).ok_or_else(|| BridgeError::Mismatch {
+            pool: p.name.clone(),
+            what: "policy set",
+        })?;
+        let mut members = Vec::new();
+        for member in 0..p.count {
+            let admit_via = match p.admit_via {
+                None => Vec::new(),
+                Some(j) => admitting_members(program, j.target, j.rule, member),
+            };
+            members.push(PoolMember {
+                config: pool_config(program, id, member, policy)?,
+                admit_via,
+            });
+        }
+        pool_decls.push(PoolDecl {
+            name: p.name.clone(),
+            members,
+        });
+    }
+    Ok(HostConfig {
+        attrs,
+        stages: stage_decls,
+        pools: pool_decls,
+    })
+}
+
+/// The stage members that admit pool member `member` (K1): its own, the one shared
+/// stage, or, for a pool of one served by a family, every member of the family.
+fn admitting_members(
+    program: &Program,
+    stage: StageId,
+    rule: JoinRule,
+    member: u32,
+) -> Vec<StageRef> {
+    match rule {
+        JoinRule::SharedSource => (0..program.stage(stage).count)
+            .map(|m| StageRef {
+                stage: stage.0,
+                member: m,
+            })
+            .collect(),
+        rule => vec![StageRef {
+            stage: stage.0,
+            member: join_member(rule, member),
+        }],
+    }
+}
+
+/// A constant `time` needs no call per iteration.
+fn iter_time(stage: &ir::CStage, policy: &StagePolicy) -> IterTime {
+    if let ir::Expr::Const(c) = stage.time.expr {
+        return IterTime::Fixed(c);
+    }
+    let layout = stage
+        .time_layout
+        .ctx
+        .iter()
+        .map(|i| match i {
+            ir::Input::Var(Var::Tokens) => TimeVar::Tokens,
+            ir::Input::Var(Var::Prefill) => TimeVar::Prefill,
+            ir::Input::Var(Var::Decode) => TimeVar::Decode,
+            ir::Input::Var(Var::Residents) => TimeVar::Residents,
+            other => unreachable!("sema never puts {other:?} in a stage time layout"),
+        })
+        .collect();
+    IterTime::Compiled {
+        policy: policy.clone(),
+        layout,
+    }
+}
+
+fn limit(l: ir::Limit) -> Limit {
+    match l {
+        ir::Limit::Finite(n) => Limit::Finite(Units(n)),
+        ir::Limit::Unbounded => Limit::Unbounded,
     }
 }

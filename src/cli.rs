@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod run;
+
 use poolc::diag::{self, Diagnostic};
 use poolc::{Options, codegen, eval, ir};
 
@@ -24,6 +26,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Replay a workload through the reference host with a spec's compiled policies
+    /// and print the report. With no arguments: examples/vllm.pool on the bundled
+    /// Mooncake conversation trace.
+    Run(run::RunArgs),
     /// Check specs and report every error found.
     Check {
         /// Spec files to check.
@@ -181,6 +187,7 @@ pub fn install_panic_hook() {
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Run(args) => run::run(args),
         Command::Check { specs, set } => check(&specs, &set.options()),
         Command::Ir { spec, set } => match load(&spec, &set.options()) {
             Ok(program) => {

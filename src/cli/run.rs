@@ -1,0 +1,186 @@
+//! `poolc run`: replays a workload through the reference host with a spec's compiled
+//! policies and prints the report (text, or one JSON object with `--json`). It owns
+//! the defaults a newcomer gets with no arguments, the progress bar and the wall-clock
+//! figure, which is the only thing in the output that varies between identical runs.
+
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use poolrt::host::{Host, RunOptions};
+use poolrt::trace::{self, Format};
+
+use super::{SetArgs, fail, report};
+
+/// The spec and trace of `poolc run` with no arguments.
+const DEFAULT_SPEC: &str = "examples/vllm.pool";
+const DEFAULT_TRACE: &str = "examples/traces/mooncake_conversation_trace.jsonl";
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// The spec to run (default: examples/vllm.pool).
+    spec: Option<PathBuf>,
+    /// The workload: Mooncake JSONL, Azure CSV or our JSONL (docs/TRACES.md); the
+    /// format is detected unless `--format` says (default: the bundled Mooncake
+    /// conversation trace).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long, value_enum, requires = "trace")]
+    format: Option<FormatArg>,
+    /// Replay N seeded synthetic sessions instead of a trace.
+    #[arg(long, value_name = "N", conflicts_with = "trace")]
+    synthetic: Option<usize>,
+    /// Seed of `--synthetic`.
+    #[arg(long, default_value_t = 1, requires = "synthetic")]
+    seed: u64,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Write the JSON-lines log (every stage iteration and pool event) to FILE.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    #[command(flatten)]
+    set: SetArgs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FormatArg {
+    Mooncake,
+    Azure,
+    Jsonl,
+}
+
+impl FormatArg {
+    fn format(self) -> Format {
+        match self {
+            FormatArg::Mooncake => Format::Mooncake,
+            FormatArg::Azure => Format::Azure,
+            FormatArg::Jsonl => Format::Jsonl,
+        }
+    }
+}
+
+/// A bundled default, found from the current directory or else from the source tree
+/// this binary was built from (so `poolc run` works from anywhere in a checkout).
+fn bundled(relative: &str) -> PathBuf {
+    let here = PathBuf::from(relative);
+    if here.exists() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+pub fn run(args: RunArgs) -> ExitCode {
+    let wall = Instant::now();
+    let spec_path = args.spec.clone().unwrap_or_else(|| bundled(DEFAULT_SPEC));
+    let source = match std::fs::read_to_string(&spec_path) {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("cannot read {}: {e}", spec_path.display())),
+    };
+    let compiled = match poolc::compile(&source, &args.set.options()) {
+        Ok(c) => c,
+        Err(diags) => {
+            report(&spec_path, &source, &diags);
+            return ExitCode::from(1);
+        }
+    };
+    let workload = match (&args.trace, args.synthetic) {
+        (_, Some(n)) => Ok(trace::synthetic(n, args.seed)),
+        (Some(path), None) => trace::read_path(path, args.format.map(FormatArg::format)),
+        (None, None) => trace::read_path(&bundled(DEFAULT_TRACE), None),
+    };
+    let workload = match workload {
+        Ok(w) => w,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let config =
+        match poolc::bridge::host_config(compiled.program(), compiled.pools(), compiled.stages()) {
+            Ok(c) => c,
+            Err(e) => return fail(&e.to_string()),
+        };
+    let host = match Host::new(config, &workload) {
+        Ok(h) => h,
+        Err(e) => return fail(&e.to_string()),
+    };
+
+    let mut log_file = match &args.log {
+        None => None,
+        Some(path) => match File::create(path) {
+            Ok(f) => Some(BufWriter::new(f)),
+            Err(e) => return fail(&format!("cannot write {}: {e}", path.display())),
+        },
+    };
+    let bar = Progress::new();
+    let mut progress = |done: u64, total: u64| bar.update(done, total);
+    let result = host.run(RunOptions {
+        log: log_file.as_mut().map(|w| w as &mut dyn Write),
+        progress: Some(&mut progress),
+    });
+    bar.finish();
+    let report = match result {
+        Ok(r) => r,
+        Err(e) => return fail(&e.to_string()),
+    };
+    if let Some(mut w) = log_file
+        && let Err(e) = w.flush()
+    {
+        return fail(&format!("cannot write the log: {e}"));
+    }
+    let wall_seconds = wall.elapsed().as_secs_f64();
+    if args.json {
+        let mut value = match serde_json::to_value(&report) {
+            Ok(v) => v,
+            Err(e) => return fail(&format!("cannot encode the report: {e}")),
+        };
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("spec".into(), spec_path.display().to_string().into());
+            obj.insert("wall_seconds".into(), wall_seconds.into());
+        }
+        println!("{value}");
+    } else {
+        println!("spec: {}", spec_path.display());
+        print!("{}", report.to_text());
+        let rate = report.sessions as f64 / wall_seconds.max(1e-9);
+        println!("wall: {wall_seconds:.3} s ({rate:.0} sessions per second of wall time)");
+    }
+    ExitCode::SUCCESS
+}
+
+/// A progress bar on stderr that appears only on a terminal and only once a replay
+/// has taken more than a second; it never touches stdout or the report.
+struct Progress {
+    bar: ProgressBar,
+    start: Instant,
+    terminal: bool,
+}
+
+impl Progress {
+    fn new() -> Progress {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        if let Ok(style) = ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} sessions ({per_sec}, {eta} left)",
+        ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        Progress {
+            bar,
+            start: Instant::now(),
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn update(&self, done: u64, total: u64) {
+        if self.terminal && self.bar.is_hidden() && self.start.elapsed() > Duration::from_secs(1) {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        self.bar.set_length(total);
+        self.bar.set_position(done);
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}

@@ -1,0 +1,165 @@
+//! `poolc run` as a newcomer and a script use it: the no-argument default on the
+//! bundled trace, `--json` with the fields the issue names, determinism of the report
+//! (all but the wall clock), the `--log` lines, `--set`, and clear errors with the
+//! file and line for bad input.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn poolc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_poolc"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("the poolc binary runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let o = poolc(args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("--json prints one JSON object")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("poolc-cli-run-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+#[test]
+fn run_with_no_arguments_replays_the_bundled_trace() {
+    let o = poolc(&["run"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("spec: examples/vllm.pool"), "{text}");
+    assert!(text.contains("mooncake_conversation_trace.jsonl"), "{text}");
+    assert!(text.contains("ttft") && text.contains("wall:"), "{text}");
+}
+
+#[test]
+fn run_json_has_the_documented_fields_and_sane_values() {
+    let r = json(&["run", "--json"]);
+    for field in [
+        "finished",
+        "rejected",
+        "preemptions",
+        "evictions",
+        "hit_rate",
+        "sim_seconds",
+    ] {
+        assert!(r.get(field).is_some(), "missing {field}");
+    }
+    for field in ["ttft", "itl", "e2e"] {
+        for p in ["p50", "p90", "p99"] {
+            assert!(r[field][p].is_number(), "{field}.{p}");
+        }
+        assert!(r[field]["p50"].as_f64() <= r[field]["p99"].as_f64());
+    }
+    // The bundled trace has 12,031 sessions (its README); every one ends somehow.
+    let total = r["finished"].as_u64().unwrap() + r["rejected"].as_u64().unwrap();
+    assert_eq!(total + r["unfinished"].as_u64().unwrap(), 12_031);
+    // An infinite cache would hit 37.36% of prompt tokens (the trace's README); a
+    // finite one cannot do better.
+    let hit = r["hit_rate"].as_f64().unwrap();
+    assert!(hit > 0.0 && hit <= 0.3736, "hit rate {hit}");
+}
+
+#[test]
+fn same_inputs_give_the_same_report_but_for_wall_time() {
+    let args = [
+        "run",
+        "examples/ascend.pool",
+        "--synthetic",
+        "400",
+        "--seed",
+        "7",
+        "--json",
+    ];
+    let mut a = json(&args);
+    let mut b = json(&args);
+    for r in [&mut a, &mut b] {
+        let wall = r.as_object_mut().unwrap().remove("wall_seconds");
+        assert!(wall.is_some_and(|w| w.is_number()));
+    }
+    assert_eq!(a, b);
+    let c = json(&[
+        "run",
+        "examples/ascend.pool",
+        "--synthetic",
+        "400",
+        "--seed",
+        "8",
+        "--json",
+    ]);
+    assert_ne!(a["e2e"], c["e2e"], "another seed is another workload");
+}
+
+#[test]
+fn set_overrides_a_param_of_the_spec() {
+    let r = json(&["run", "--synthetic", "50", "--set", "blocks=100", "--json"]);
+    assert_eq!(
+        r["pools"][0]["cap"].as_u64(),
+        Some(1600),
+        "100 blocks of 16"
+    );
+}
+
+#[test]
+fn log_writes_one_json_object_per_iteration_and_pool_event() {
+    let path = scratch("log.jsonl");
+    let o = poolc(&["run", "--synthetic", "30", "--log", path.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&path).expect("log written");
+    let (mut steps, mut events) = (0, 0);
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).expect("every log line is JSON");
+        if v.get("step").is_some() {
+            steps += 1;
+            assert_eq!(v["stage"], "engine");
+        } else {
+            assert!(v["ev"].is_string() && v["pool"] == "kv", "{line}");
+            events += 1;
+        }
+    }
+    assert!(
+        steps > 0 && events >= 60,
+        "30 sessions enqueue and admit at least once each"
+    );
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn bad_trace_names_the_file_and_line() {
+    let path = scratch("bad.jsonl");
+    std::fs::write(
+        &path,
+        "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2, \"hash_ids\": [1]}\n{\"timestamp\": oops}\n",
+    )
+    .unwrap();
+    let o = poolc(&["run", "--trace", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.jsonl:2:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn missing_attribute_is_named_with_the_first_session_lacking_it() {
+    let spec = scratch("needs_tenant.pool");
+    std::fs::write(
+        &spec,
+        "session { prompt; output; tenant; }\nstage engine { step; }\npool kv { cap 65536; block 16; queue by (tenant, serial); admit via engine; }\n",
+    )
+    .unwrap();
+    let o = poolc(&["run", spec.to_str().unwrap(), "--synthetic", "5"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("`tenant`") && err.contains("session 0"),
+        "{err}"
+    );
+    let _ = std::fs::remove_file(spec);
+}
