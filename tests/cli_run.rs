@@ -163,3 +163,23 @@ fn missing_attribute_is_named_with_the_first_session_lacking_it() {
     );
     let _ = std::fs::remove_file(spec);
 }
+
+#[test]
+fn the_log_is_byte_identical_run_after_run() {
+    let (a, b) = (scratch("a.jsonl"), scratch("b.jsonl"));
+    for path in [&a, &b] {
+        let o = poolc(&[
+            "run",
+            "examples/tiered.pool",
+            "--synthetic",
+            "200",
+            "--log",
+            path.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let (x, y) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert!(x.len() > 1000, "the log has content");
+    assert!(x == y, "two runs wrote different logs");
+    let _ = (std::fs::remove_file(a), std::fs::remove_file(b));
+}
