@@ -82,6 +82,7 @@ enum Command {
     /// language can load, with a C header; the library carries a manifest of
     /// pools, stages, slot layouts and read-sets (docs/ABI.md).
     Build {
+        /// The spec to compile.
         spec: PathBuf,
         /// The file to write (e.g. libpolicy.so).
         #[arg(short, long)]

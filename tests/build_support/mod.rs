@@ -1,0 +1,347 @@
+//! Shared helpers of the `poolc build` tests: unique temporary directories that
+//! clean up after themselves, the example specs, a checked program built by hand
+//! whose functions are random expression trees (the differential corpus of
+//! tests/codegen.rs, placed at every site: queue and evict keys, spill `when` and
+//! `work`, stage `time`), input values with IEEE corners and ties, and a build of a
+//! program with the library API. Nothing here asserts a rule itself.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use poolc::build::{BuildOptions, Emit};
+use poolc::codegen::object::{Prefix, Target};
+use poolc::ir::{
+    AttrId, BinaryOp, Builtin, CAttr, CPool, CSession, CSpill, CStage, Evict, Expr, Input, Join,
+    JoinRule, Layout, Limit, Member, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget,
+    QueuePolicy, ReadSet, SiteExpr, Slot, StageId, StageKind, UnaryOp, Var,
+};
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+/// A directory under the system's temporary directory, unique to this process and
+/// call, removed (with everything in it) on drop.
+pub struct TempDir {
+    pub path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path =
+            std::env::temp_dir().join(format!("poolc-test-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).expect("a temporary directory");
+        TempDir { path }
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every examples/*.pool with its text, sorted by path.
+pub fn examples() -> Vec<(PathBuf, String)> {
+    let mut out: Vec<(PathBuf, String)> = std::fs::read_dir(repo().join("examples"))
+        .expect("examples/ exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("example readable");
+            (p, text)
+        })
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "no examples/*.pool found");
+    out
+}
+
+/// The checked program of an example.
+pub fn example_program(path: &Path, text: &str) -> Program {
+    poolc::check(text, &poolc::Options::default())
+        .unwrap_or_else(|d| panic!("{} does not check: {d:#?}", path.display()))
+}
+
+/// Options for a build of `emit` for `target` with the default prefix.
+pub fn options(target: &Target, emit: Emit) -> BuildOptions {
+    BuildOptions {
+        target: target.clone(),
+        emit,
+        prefix: Prefix::default(),
+        linker: None,
+        header: None,
+        source_name: "test".to_string(),
+    }
+}
+
+pub fn host() -> Target {
+    Target::host().expect("the tests run on a supported target")
+}
+
+pub fn aarch64() -> Target {
+    Target::parse("aarch64-unknown-linux-gnu").expect("a supported triple")
+}
+
+/// Builds `program` into `dir/name` (a shared object for this machine).
+pub fn build_so(program: &Program, dir: &TempDir, name: &str) -> PathBuf {
+    let out = dir.join(name);
+    poolc::build::build(program, &out, &options(&host(), Emit::SharedObject))
+        .unwrap_or_else(|e| panic!("build of {name} failed: {e}"));
+    out
+}
+
+/// Equal bits, or both NaN.
+pub fn same(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+// ---- the expression corpus ----
+
+/// Values that make IEEE corners visible (as tests/codegen.rs).
+pub const SPECIAL: [f64; 24] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.0,
+    0.5,
+    -2.5,
+    3.0,
+    128.0,
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    f64::NAN,
+    -f64::NAN,
+    f64::MAX,
+    f64::MIN,
+    f64::MIN_POSITIVE,
+    5e-324,
+    -5e-324,
+    1e-300,
+    9007199254740992.0,
+    9007199254740993.0,
+    9007199254740991.0,
+    -9007199254740992.0,
+    1e300,
+    0.1,
+];
+
+/// Input values: corners, any bits, small integers (ties are frequent).
+pub fn value() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        3 => proptest::sample::select(SPECIAL.to_vec()),
+        1 => any::<f64>(),
+        2 => (-4i32..4).prop_map(f64::from),
+    ]
+}
+
+/// Row and ctx slots of every corpus site.
+pub const ROW_SLOTS: u32 = 4;
+pub const CTX_SLOTS: u32 = 3;
+
+const BINARY: [BinaryOp; 13] = [
+    BinaryOp::Or,
+    BinaryOp::And,
+    BinaryOp::Eq,
+    BinaryOp::Ne,
+    BinaryOp::Lt,
+    BinaryOp::Le,
+    BinaryOp::Gt,
+    BinaryOp::Ge,
+    BinaryOp::Add,
+    BinaryOp::Sub,
+    BinaryOp::Mul,
+    BinaryOp::Div,
+    BinaryOp::Rem,
+];
+
+/// Well-formed trees of depth ≤ 6 over every operator and builtin, the ternary and
+/// (with `rows`) both slot kinds, as tests/codegen.rs generates them.
+pub fn expr(rows: bool) -> impl Strategy<Value = Expr> {
+    let row_slots = if rows { ROW_SLOTS } else { 0 };
+    let leaf = prop_oneof![
+        proptest::sample::select(SPECIAL.to_vec()).prop_map(Expr::Const),
+        (-1000i32..1000).prop_map(|v| Expr::Const(f64::from(v))),
+        (0..CTX_SLOTS).prop_map(|i| Expr::Slot(Slot::Ctx(i))),
+        (0..row_slots.max(1)).prop_map(move |i| if rows {
+            Expr::Slot(Slot::Row(i))
+        } else {
+            Expr::Slot(Slot::Ctx(i % CTX_SLOTS))
+        }),
+    ];
+    leaf.prop_recursive(6, 48, 4, |inner| {
+        prop_oneof![
+            (
+                proptest::sample::select(vec![UnaryOp::Neg, UnaryOp::Not]),
+                inner.clone()
+            )
+                .prop_map(|(op, x)| Expr::Unary(op, Box::new(x))),
+            (
+                proptest::sample::select(BINARY.to_vec()),
+                inner.clone(),
+                inner.clone()
+            )
+                .prop_map(|(op, a, b)| Expr::Binary(op, Box::new(a), Box::new(b))),
+            (inner.clone(), inner.clone(), inner.clone()).prop_map(|(c, a, b)| Expr::Cond(
+                Box::new(c),
+                Box::new(a),
+                Box::new(b)
+            )),
+            (
+                proptest::sample::select(vec![Builtin::Min, Builtin::Max]),
+                proptest::collection::vec(inner.clone(), 2..=4)
+            )
+                .prop_map(|(f, args)| Expr::Call(f, args)),
+            (
+                proptest::sample::select(vec![
+                    Builtin::Abs,
+                    Builtin::Floor,
+                    Builtin::Ceil,
+                    Builtin::Sqrt
+                ]),
+                inner
+            )
+                .prop_map(|(f, x)| Expr::Call(f, vec![x])),
+        ]
+    })
+}
+
+/// A runner whose draws depend only on `seed`, so a failure reproduces.
+pub fn seeded(seed: u8) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    bytes[0] = seed;
+    TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    )
+}
+
+/// One value drawn from `strategy`.
+pub fn draw<S: Strategy>(runner: &mut TestRunner, strategy: &S) -> S::Value {
+    strategy
+        .new_tree(runner)
+        .expect("the strategy draws")
+        .current()
+}
+
+fn site(expr: Expr) -> SiteExpr {
+    SiteExpr {
+        expr,
+        reads: ReadSet(BTreeSet::new()),
+    }
+}
+
+/// A checked-looking program whose every function is a random expression:
+/// `pools` pools `c0`, `c1`, … each with `keys` queue keys, `keys` evict keys and a
+/// spill `when`/`work` (to the last pool, via the link stage `l`), and a step stage
+/// `s` whose `time` is random too. Every site has 4 row slots (attributes `a0`–`a3`)
+/// and 3 ctx slots (`now`, `units`, `free(c0)`). Read-sets are left empty: they
+/// only inform hosts.
+pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
+    let mut runner = seeded(seed);
+    let row_expr = expr(true);
+    let mut attrs = vec![
+        CAttr {
+            name: "serial".into(),
+            default: None,
+            builtin: true,
+        },
+        CAttr {
+            name: "arrival".into(),
+            default: None,
+            builtin: true,
+        },
+    ];
+    for i in 0..ROW_SLOTS {
+        attrs.push(CAttr {
+            name: format!("a{i}"),
+            default: Some(0.0),
+            builtin: false,
+        });
+    }
+    let layout = Layout {
+        row: (0..ROW_SLOTS).map(|i| Input::Attr(AttrId(2 + i))).collect(),
+        ctx: vec![
+            Input::Var(Var::Now),
+            Input::Var(Var::Units),
+            Input::Query(Query {
+                kind: QueryKind::Free,
+                target: QueryTarget::Pool(PoolId(0), Member::Index(0)),
+            }),
+        ],
+    };
+    let stage = |name: &str, kind: StageKind, time: Expr| CStage {
+        name: name.into(),
+        count: 1,
+        kind,
+        budget: Limit::Finite(8192),
+        seats: Limit::Finite(256),
+        chunk: Limit::Unbounded,
+        exclusive_prefill: false,
+        time: site(time),
+        time_layout: Layout {
+            row: vec![],
+            ctx: layout.ctx.clone(),
+        },
+        rate: f64::INFINITY,
+    };
+    let stages = vec![
+        stage("s", StageKind::Step, draw(&mut runner, &expr(false))),
+        stage("l", StageKind::Link, Expr::Const(0.0)),
+    ];
+    let mut out = Vec::with_capacity(pools);
+    for p in 0..pools {
+        let list = |runner: &mut TestRunner| -> Vec<SiteExpr> {
+            (0..keys).map(|_| site(draw(runner, &row_expr))).collect()
+        };
+        let queue = list(&mut runner);
+        let evict = list(&mut runner);
+        let spill = (p + 1 < pools).then(|| CSpill {
+            tier: Join {
+                target: PoolId(pools as u32 - 1),
+                rule: JoinRule::SharedTarget,
+            },
+            link: Join {
+                target: StageId(1),
+                rule: JoinRule::SharedTarget,
+            },
+            work: site(draw(&mut runner, &row_expr)),
+            pred: site(draw(&mut runner, &row_expr)),
+        });
+        out.push(CPool {
+            name: format!("c{p}"),
+            count: 1,
+            cap: Limit::Finite(1 << 20),
+            block: Some(16),
+            evict: Evict::By(evict),
+            preempt: PreemptMode::None,
+            queue: QueuePolicy::By(queue),
+            spill,
+            admit_via: Some(Join {
+                target: StageId(0),
+                rule: JoinRule::SharedTarget,
+            }),
+            queue_layout: layout.clone(),
+            entry_layout: layout.clone(),
+        });
+    }
+    Program {
+        values: vec![],
+        session: CSession { attrs },
+        stages,
+        pools: out,
+    }
+}
