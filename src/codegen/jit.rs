@@ -2,7 +2,7 @@
 //! definition of every planned function in one batch with one
 //! `finalize_definitions`, and the ownership of the resulting machine code, which is
 //! freed (`free_memory`) when the last [`CodeHandle`] share of it goes. It is the only
-//! place where a code pointer becomes a Rust function pointer ([`Finished::get`]).
+//! place where a JIT code pointer becomes a Rust function pointer ([`Finished::get`]).
 //! It does not decide what to generate (that is the plan in `mod.rs`), how
 //! expressions lower (`lower.rs`) nor how a function is declared and built (the
 //! `Definer` in `mod.rs`, shared with the object backend).

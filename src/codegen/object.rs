@@ -205,8 +205,11 @@ pub fn emit_object(
     manifest: &[u8],
 ) -> Result<ObjectFile, CodegenError> {
     let plan = ProgramPlan::new(program)?;
-    let builder = ObjectBuilder::new(target_isa(target)?, "poolc", default_libcall_names())
+    let mut builder = ObjectBuilder::new(target_isa(target)?, "poolc", default_libcall_names())
         .map_err(module_err(None))?;
+    // `.eh_frame`, so debuggers and profilers can walk the stack through a policy
+    // function (nothing unwinds through them otherwise: they never throw).
+    builder.unwind_info(true);
     let mut module = ObjectModule::new(builder);
     let mut definer = Definer::new(&mut module, Linkage::Export, format!("{prefix}_"))?;
     let mut clif = String::new();
