@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod conform;
 mod run;
 
 use poolc::diag::{self, Diagnostic};
@@ -30,6 +31,10 @@ enum Command {
     /// and print the report. With no arguments: examples/vllm.pool on the bundled
     /// Mooncake conversation trace.
     Run(run::RunArgs),
+    /// Replay scenarios recorded from vLLM 0.33's scheduler (config.json,
+    /// workload.jsonl, steps.jsonl) through the reference host with a spec and compare
+    /// every step field by field (docs/CONFORMANCE.md).
+    Conform(conform::ConformArgs),
     /// Check specs and report every error found.
     Check {
         /// Spec files to check.
@@ -189,6 +194,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Conform(args) => conform::run(args),
         Command::Check { specs, set } => check(&specs, &set.options()),
         Command::Ir { spec, set } => match load(&spec, &set.options()) {
             Ok(program) => {

@@ -5,6 +5,7 @@
 pub mod bridge;
 pub mod build;
 pub mod codegen;
+pub mod conform;
 pub mod diag;
 pub mod eval;
 pub mod interp;
