@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Records this repository's own vLLM-oracle scenarios (beside the six shared ones in
+# ../shared/data/vllm-oracle) with vLLM 0.33.0's real v1 Scheduler, CPU only, via the
+# workplace's oracle (shared/oracle/vllm: oracle.py, mooncake_to_workload.py; set-up
+# in its README.md). Same arguments -> byte-identical files.
+#   PY=/tmp/vllm-venv/bin/python ./make_scenarios.sh OUT_DIR [name ...]
+# OUT_DIR/<name>/{config.json,workload.jsonl,steps.jsonl}; with names, only those.
+# Check them with: cargo run --release -- conform OUT_DIR/*/
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=${PY:-/tmp/vllm-venv/bin/python}
+ORACLE=${ORACLE:-$HERE/../../../../shared/oracle/vllm}
+MODEL=${MODEL:-/tmp/vllm-fake-model}
+TRACES=${TRACES:-$HERE/../../../examples/traces}
+OUT=${1:?usage: make_scenarios.sh OUT_DIR [name ...]}; shift
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+[ -f "$MODEL/config.json" ] || "$PY" "$ORACLE/make_fake_model.py" "$MODEL"
+ONLY=("$@")
+want() { [ ${#ONLY[@]} -eq 0 ] || [[ " ${ONLY[*]} " =~ " $1 " ]]; }
+run() {
+  local name=$1; shift
+  want "$name" || return 0
+  echo "== $name" >&2
+  "$PY" "$ORACLE/oracle.py" --model-dir "$MODEL" --out-dir "$OUT/$name" --name "$name" "$@" \
+    2> >(grep -v -e "^W[0-9]" -e "FlashInfer" -e "vllm._C" >&2)
+}
+# vLLM's own default watermark is 0.01; the replay supports 0 only.
+COMMON="--policy fcfs --watermark 0"
+
+# (g) block 32, tight blocks (256 usable = 8192 tokens): preemption with resumed hits,
+#     two-level prefixes, Poisson arrivals after a burst
+run g_bs32_tight_preempt $COMMON --seed 31 --num-requests 250 --prompt-min 32 --prompt-max 1024 --output-min 16 --output-max 256 --num-prefixes 6 --prefix-min 64 --prefix-max 512 --prefix-frac 0.5 --children-per-prefix 2 --child-min 16 --child-max 128 --child-frac 0.4 --aligned-frac 0.3 --exact-frac 0.1 --tail-min 1 --tail-max 384 --initial-burst 80 --arrival-rate 0.6 --block-size 32 --num-blocks 257 --max-num-seqs 48 --max-num-batched-tokens 2048 --max-model-len 4096
+# (h) block 32, ample blocks, chunking on (threshold 128, budget 768): long prompts in
+#     chunks, the lone-request exemption, idle gaps between sparse arrivals
+run h_bs32_chunked_ample $COMMON --seed 32 --num-requests 250 --prompt-min 16 --prompt-max 2048 --output-min 1 --output-max 64 --num-prefixes 5 --prefix-min 128 --prefix-max 1536 --prefix-frac 0.5 --sticky-frac 0.5 --aligned-frac 0.5 --tail-min 1 --tail-max 768 --initial-burst 40 --arrival-rate 0.1 --block-size 32 --num-blocks 4096 --max-num-seqs 24 --max-num-batched-tokens 768 --long-prefill-token-threshold 128 --max-model-len 4096
+# (i) block 16, tight blocks (400 usable) and chunking on (threshold 192): chunked
+#     prefills and recomputes under preemption, bursts, three children per root
+run i_bs16_chunked_tight $COMMON --seed 33 --num-requests 300 --prompt-min 64 --prompt-max 1536 --output-min 8 --output-max 200 --num-prefixes 8 --prefix-min 32 --prefix-max 768 --prefix-frac 0.6 --children-per-prefix 3 --child-min 16 --child-max 256 --child-frac 0.5 --aligned-frac 0.5 --exact-frac 0.2 --tail-min 1 --tail-max 256 --initial-burst 100 --burst-size 30 --burst-gap 40 --block-size 16 --num-blocks 401 --max-num-seqs 32 --max-num-batched-tokens 1024 --long-prefill-token-threshold 192 --max-model-len 4096
+# (j) block 32, ample blocks, heavy exact sharing: block-aligned prompts made only of
+#     shared runs (the last-token rule at 32), same-step hits, sticky roots, bursts
+run j_bs32_exact_sharing $COMMON --seed 34 --num-requests 300 --prompt-min 32 --prompt-max 512 --output-min 1 --output-max 96 --num-prefixes 12 --prefix-min 32 --prefix-max 640 --prefix-frac 0.9 --children-per-prefix 2 --child-min 32 --child-max 256 --child-frac 0.6 --sticky-frac 0.7 --aligned-frac 0.6 --exact-frac 0.4 --tail-min 1 --tail-max 128 --initial-burst 120 --burst-size 20 --burst-gap 10 --block-size 32 --num-blocks 2048 --max-num-seqs 64 --max-num-batched-tokens 4096 --max-model-len 4096
+# (k) real trace, block 32, tight: the Mooncake conversation trace's first 80 rows
+#     (rows with prompt + output above 65536 dropped, outputs capped at 256), 2048
+#     usable blocks (65536 tokens), so long conversations preempt each other
+if want k_mooncake_bs32_tight; then
+  TMPW=$(mktemp -d)
+  "$PY" "$ORACLE/mooncake_to_workload.py" "$TRACES/mooncake_conversation_trace.jsonl" \
+    --first 80 --step-ms 50 --max-output 256 --max-model-len 65536 -o "$TMPW/mooncake_conversation_first80.jsonl"
+  run k_mooncake_bs32_tight $COMMON --workload "$TMPW/mooncake_conversation_first80.jsonl" --block-size 32 --num-blocks 2049 --max-num-seqs 64 --max-num-batched-tokens 8192 --max-model-len 65536
+  rm -r "$TMPW"
+fi
