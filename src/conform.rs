@@ -947,12 +947,10 @@ fn to_steps(scenario: &Scenario, lines: &[Value]) -> Result<Vec<Step>, ConformEr
             .ok_or_else(|| internal(format!("no `admitted` in {l}")))?
             .iter()
             .map(|a| match a.as_array().map(Vec::as_slice) {
-                Some([who, kind, hit, n]) => Ok((
-                    id(who)?,
-                    kind.as_str().unwrap_or_default().to_string(),
-                    hit.as_u64().unwrap_or_default(),
-                    n.as_u64().unwrap_or_default(),
-                )),
+                Some([who, kind, hit, n]) => match (kind.as_str(), hit.as_u64(), n.as_u64()) {
+                    (Some(kind), Some(hit), Some(n)) => Ok((id(who)?, kind.to_string(), hit, n)),
+                    _ => Err(internal(format!("admitted entry {a}"))),
+                },
                 _ => Err(internal(format!("admitted entry {a}"))),
             })
             .collect::<Result<_, _>>()?;
@@ -962,7 +960,10 @@ fn to_steps(scenario: &Scenario, lines: &[Value]) -> Result<Vec<Step>, ConformEr
             .ok_or_else(|| internal(format!("no `cont` in {l}")))?
             .iter()
             .map(|c| match c.as_array().map(Vec::as_slice) {
-                Some([who, n]) => Ok((id(who)?, n.as_u64().unwrap_or_default())),
+                Some([who, n]) => match n.as_u64() {
+                    Some(n) => Ok((id(who)?, n)),
+                    None => Err(internal(format!("cont entry {c}"))),
+                },
                 _ => Err(internal(format!("cont entry {c}"))),
             })
             .collect::<Result<_, _>>()?;
