@@ -1,9 +1,10 @@
 //! Lowering of IR expressions to Cranelift IR: one generated function per
 //! [`FnKind`], built with cranelift-frontend into a caller-supplied
-//! `ir::Function`. It works against any `cranelift_module::Module` (JIT today, the
-//! object backend later) and takes the calling convention, pointer type and
-//! frontend config from that module's `TargetIsa`; it must not choose an ISA, own
-//! code memory, define or finalize functions, or hard-code a target.
+//! `ir::Function`. It works against any `cranelift_module::Module` (the JIT's and
+//! the object backend's, through `Definer`) and takes the calling convention,
+//! pointer type and frontend config from that module's `TargetIsa`; it must not
+//! choose an ISA, own code memory, define or finalize functions, or hard-code a
+//! target.
 //!
 //! Semantics are those of the reference interpreter (LANGUAGE.md E2–E5): `&&`, `||`
 //! and `?:` are real branches; truth is `x != 0` (so NaN is true); comparisons
