@@ -43,12 +43,14 @@ const SHARED: [(&str, usize); 6] = [
 ];
 
 /// This repository's recordings (tests/data/vllm-oracle/README.md) and their steps.
-const OURS: [(&str, usize); 5] = [
+const OURS: [(&str, usize); 7] = [
     ("g_bs32_tight_preempt", 2408),
     ("h_bs32_chunked_ample", 2203),
     ("i_bs16_chunked_tight", 3573),
     ("j_bs32_exact_sharing", 282),
     ("k_mooncake_bs32_tight", 3694),
+    ("l_bs16_tiny_budget", 2463),
+    ("m_bs8_odd_budget", 2622),
 ];
 
 fn poolc(args: &[&str]) -> Output {

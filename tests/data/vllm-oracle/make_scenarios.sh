@@ -49,3 +49,9 @@ if want k_mooncake_bs32_tight; then
   run k_mooncake_bs32_tight $COMMON --workload "$TMPW/mooncake_conversation_first80.jsonl" --block-size 32 --num-blocks 2049 --max-num-seqs 64 --max-num-batched-tokens 8192 --max-model-len 65536
   rm -r "$TMPW"
 fi
+# (l) block 16, a token budget (20) and threshold (5) below the block size, 59 usable
+#     blocks, sparse arrivals (the first after idle steps), exact and aligned prompts
+run l_bs16_tiny_budget $COMMON --seed 45 --num-requests 120 --prompt-min 1 --prompt-max 300 --output-min 1 --output-max 40 --num-prefixes 4 --prefix-min 16 --prefix-max 200 --prefix-frac 0.5 --exact-frac 0.5 --aligned-frac 0.5 --arrival-rate 0.05 --block-size 16 --num-blocks 60 --max-num-seqs 16 --max-num-batched-tokens 20 --long-prefill-token-threshold 5 --max-model-len 4096
+# (m) block 8, tight (300 usable), a budget (333) and threshold (50) that are not
+#     multiples of the block, two-level prefixes, Poisson 1.5/step: heavy preemption
+run m_bs8_odd_budget $COMMON --seed 43 --num-requests 200 --prompt-min 8 --prompt-max 700 --output-min 1 --output-max 150 --num-prefixes 6 --prefix-min 8 --prefix-max 400 --prefix-frac 0.7 --children-per-prefix 2 --child-min 8 --child-max 100 --child-frac 0.5 --exact-frac 0.3 --aligned-frac 0.5 --arrival-rate 1.5 --block-size 8 --num-blocks 301 --max-num-seqs 24 --max-num-batched-tokens 333 --long-prefill-token-threshold 50 --max-model-len 4096
