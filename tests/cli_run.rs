@@ -183,3 +183,38 @@ fn the_log_is_byte_identical_run_after_run() {
     assert!(x == y, "two runs wrote different logs");
     let _ = (std::fs::remove_file(a), std::fs::remove_file(b));
 }
+
+#[test]
+fn run_with_a_built_library_reports_what_the_jit_reports() {
+    let lib = scratch("libtiered.so");
+    let o = poolc(&["build", "examples/tiered.pool", "-o", lib.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let args = [
+        "run",
+        "examples/tiered.pool",
+        "--synthetic",
+        "300",
+        "--json",
+    ];
+    let mut jit = json(&args);
+    let mut with_lib = args.to_vec();
+    with_lib.extend(["--policy", lib.to_str().unwrap()]);
+    let mut so = json(&with_lib);
+    for r in [&mut jit, &mut so] {
+        r.as_object_mut().unwrap().remove("wall_seconds");
+    }
+    assert_eq!(jit, so);
+    // A library built from another spec is refused before it runs anything.
+    let o = poolc(&[
+        "run",
+        "examples/vllm.pool",
+        "--synthetic",
+        "5",
+        "--policy",
+        lib.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("another spec"));
+    let _ = std::fs::remove_file(&lib);
+    let _ = std::fs::remove_file(lib.with_extension("h"));
+}

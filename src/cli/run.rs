@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// Write the JSON-lines log (every stage iteration and pool event) to FILE.
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
+    /// Run the policies of a shared object built by `poolc build` from this spec
+    /// instead of the JIT (its manifest is checked against the spec first).
+    #[arg(long, value_name = "LIB")]
+    policy: Option<PathBuf>,
     #[command(flatten)]
     set: SetArgs,
 }
@@ -80,12 +84,24 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&format!("cannot read {}: {e}", spec_path.display())),
     };
-    let compiled = match poolc::compile(&source, &args.set.options()) {
-        Ok(c) => c,
+    let program = match poolc::check(&source, &args.set.options()) {
+        Ok(p) => p,
         Err(diags) => {
             report(&spec_path, &source, &diags);
             return ExitCode::from(1);
         }
+    };
+    let compiled = match &args.policy {
+        None => poolc::codegen::compile_program(&program).map_err(|e| e.to_string()),
+        // SAFETY: the user names a library built by `poolc build`; `load` checks its
+        // manifest (format, every pool, layout and expression) against this spec before
+        // handing out any function, so the functions are the ones the spec compiles to.
+        Some(lib) => unsafe { poolc::sharedobj::load(lib, &program) }
+            .map_err(|e| format!("{}: {e}", lib.display())),
+    };
+    let compiled = match compiled {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
     };
     let workload = match (&args.trace, args.synthetic) {
         (_, Some(n)) => Ok(trace::synthetic(n, args.seed)),
