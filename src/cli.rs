@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod conform;
 mod run;
 
@@ -31,6 +32,10 @@ enum Command {
     /// and print the report. With no arguments: examples/vllm.pool on the bundled
     /// Mooncake conversation trace.
     Run(run::RunArgs),
+    /// Measure a pool's admissions/s and evictions/s on a seeded synthetic stream:
+    /// its compiled policy, the interpreter and hand-written Rust, with their ratios.
+    /// With no arguments: examples/vllm.pool.
+    Bench(bench::BenchArgs),
     /// Replay scenarios recorded from vLLM 0.33's scheduler (config.json,
     /// workload.jsonl, steps.jsonl) through the reference host with a spec and compare
     /// every step field by field (docs/CONFORMANCE.md).
@@ -194,6 +199,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Conform(args) => conform::run(args),
         Command::Check { specs, set } => check(&specs, &set.options()),
         Command::Ir { spec, set } => match load(&spec, &set.options()) {

@@ -2,6 +2,7 @@
 //! `sema` (AST → checked IR) → `interp` / `codegen` (IR → values / machine code).
 //! This crate never prints and never exits; `main.rs` does both.
 
+pub mod bench;
 pub mod bridge;
 pub mod build;
 pub mod codegen;

@@ -1,0 +1,127 @@
+//! `poolc bench`: drives one pool member of a spec with the seeded synthetic stream
+//! of `poolc::bench` and prints admissions/s, evictions/s and ns per admission for
+//! the spec's compiled policy, the same stream through the interpreter and through
+//! hand-written Rust, and the ratios between them (text, or one JSON object with
+//! `--json`). It owns the defaults and the argument checks; the measuring is the
+//! library's. Timings vary from run to run; the ratios are what to read.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use poolc::bench::{self, Options};
+use poolc::ir::PoolId;
+
+use super::{SetArgs, fail, report};
+
+/// The spec of `poolc bench` with no arguments.
+const DEFAULT_SPEC: &str = "examples/vllm.pool";
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// The spec whose policy to measure (default: examples/vllm.pool).
+    spec: Option<PathBuf>,
+    /// The pool to drive (member 0); default: the first pool a stage admits via.
+    #[arg(long)]
+    pool: Option<String>,
+    /// Holds kept waiting while admitting; also the cache entries of the eviction
+    /// phase and the rows of the scan.
+    #[arg(long, default_value_t = 1000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    queue: u64,
+    /// Admissions (and evictions) measured per run and backend.
+    #[arg(long, default_value_t = 20_000, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    ops: u64,
+    /// Runs per backend (interleaved); figures are medians over them.
+    #[arg(long, default_value_t = 5, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=1000))]
+    repeats: u64,
+    /// Seed of the synthetic stream.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The fraction of holds that start with a shared prefix (0 to 1).
+    #[arg(long, default_value_t = 0.5, value_parser = parse_share)]
+    share: f64,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    set: SetArgs,
+}
+
+fn parse_share(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if (0.0..=1.0).contains(&x) => Ok(x),
+        _ => Err(format!("`{s}` is not a fraction between 0 and 1")),
+    }
+}
+
+/// The bundled default spec, found from the current directory or else from the
+/// source tree this binary was built from.
+fn bundled(relative: &str) -> PathBuf {
+    let here = PathBuf::from(relative);
+    if here.exists() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+pub fn run(args: BenchArgs) -> ExitCode {
+    let spec_path = args.spec.clone().unwrap_or_else(|| bundled(DEFAULT_SPEC));
+    let source = match std::fs::read_to_string(&spec_path) {
+        Ok(s) => s,
+        Err(e) => return fail(&format!("cannot read {}: {e}", spec_path.display())),
+    };
+    let repeats = args.repeats as usize;
+    // The first compile of the process is the cold one: nothing else compiles first.
+    let (compiled, compile) = match bench::compile_timed(&source, &args.set.options(), repeats) {
+        Ok(c) => c,
+        Err(diags) => {
+            report(&spec_path, &source, &diags);
+            return ExitCode::from(1);
+        }
+    };
+    let program = compiled.program();
+    let pool = match &args.pool {
+        Some(name) => match program.find_pool(name) {
+            Some(id) => id,
+            None => {
+                let names: Vec<&str> = program.pools.iter().map(|p| p.name.as_str()).collect();
+                return fail(&format!(
+                    "{} has no pool named `{name}` (its pools: {})",
+                    spec_path.display(),
+                    names.join(", ")
+                ));
+            }
+        },
+        None => match bench::default_pool(program) {
+            Some(id) => id,
+            None => return fail(&format!("{} declares no pool", spec_path.display())),
+        },
+    };
+    let options = Options {
+        queue: args.queue as usize,
+        ops: args.ops,
+        repeats,
+        seed: args.seed,
+        share: args.share,
+    };
+    let result = bench::run(
+        &spec_path.display().to_string(),
+        &compiled,
+        PoolId(pool.0),
+        compile,
+        &options,
+    );
+    match result {
+        Ok(r) if args.json => {
+            println!("{}", r.to_json());
+            ExitCode::SUCCESS
+        }
+        Ok(r) => {
+            print!("{}", r.to_text());
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&format!("bench: {e}")),
+    }
+}
