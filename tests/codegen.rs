@@ -11,6 +11,8 @@ use poolc::interp;
 use poolc::ir::{BinaryOp, Builtin, Expr, Slot, UnaryOp};
 use proptest::prelude::*;
 
+mod expr_tree;
+
 const NAN: f64 = f64::NAN;
 const INF: f64 = f64::INFINITY;
 
@@ -62,60 +64,10 @@ fn leaf() -> impl Strategy<Value = Expr> {
     ]
 }
 
-const BINARY: [BinaryOp; 13] = [
-    BinaryOp::Or,
-    BinaryOp::And,
-    BinaryOp::Eq,
-    BinaryOp::Ne,
-    BinaryOp::Lt,
-    BinaryOp::Le,
-    BinaryOp::Gt,
-    BinaryOp::Ge,
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Rem,
-];
-
 /// Well-formed trees of depth ≤ 6 using every operator, builtin (min/max with 2–4
 /// arguments), the ternary and both slot kinds.
 fn expr() -> impl Strategy<Value = Expr> {
-    leaf().prop_recursive(6, 48, 4, |inner| {
-        prop_oneof![
-            (
-                proptest::sample::select(vec![UnaryOp::Neg, UnaryOp::Not]),
-                inner.clone()
-            )
-                .prop_map(|(op, x)| Expr::Unary(op, Box::new(x))),
-            (
-                proptest::sample::select(BINARY.to_vec()),
-                inner.clone(),
-                inner.clone()
-            )
-                .prop_map(|(op, a, b)| Expr::Binary(op, Box::new(a), Box::new(b))),
-            (inner.clone(), inner.clone(), inner.clone()).prop_map(|(c, a, b)| Expr::Cond(
-                Box::new(c),
-                Box::new(a),
-                Box::new(b)
-            )),
-            (
-                proptest::sample::select(vec![Builtin::Min, Builtin::Max]),
-                proptest::collection::vec(inner.clone(), 2..=4)
-            )
-                .prop_map(|(f, args)| Expr::Call(f, args)),
-            (
-                proptest::sample::select(vec![
-                    Builtin::Abs,
-                    Builtin::Floor,
-                    Builtin::Ceil,
-                    Builtin::Sqrt
-                ]),
-                inner
-            )
-                .prop_map(|(f, x)| Expr::Call(f, vec![x])),
-        ]
-    })
+    expr_tree::tree(leaf())
 }
 
 /// Equal bits, or both NaN (NaN payloads and signs are not part of the contract).

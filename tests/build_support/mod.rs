@@ -14,11 +14,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use poolc::build::{BuildOptions, Emit};
 use poolc::codegen::object::{Prefix, Target};
 use poolc::ir::{
-    AttrId, BinaryOp, Builtin, CAttr, CPool, CSession, CSpill, CStage, Evict, Expr, Input, Join,
-    JoinRule, Layout, Limit, Member, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget,
-    QueuePolicy, ReadSet, SiteExpr, Slot, StageId, StageKind, UnaryOp, Var,
+    AttrId, CAttr, CPool, CSession, CSpill, CStage, Evict, Expr, Input, Join, JoinRule, Layout,
+    Limit, Member, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy,
+    ReadSet, SiteExpr, Slot, StageId, StageKind, Var,
 };
 use proptest::prelude::*;
+
+#[path = "../expr_tree/mod.rs"]
+mod expr_tree;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
@@ -152,22 +155,6 @@ pub fn value() -> impl Strategy<Value = f64> {
 pub const ROW_SLOTS: u32 = 4;
 pub const CTX_SLOTS: u32 = 3;
 
-const BINARY: [BinaryOp; 13] = [
-    BinaryOp::Or,
-    BinaryOp::And,
-    BinaryOp::Eq,
-    BinaryOp::Ne,
-    BinaryOp::Lt,
-    BinaryOp::Le,
-    BinaryOp::Gt,
-    BinaryOp::Ge,
-    BinaryOp::Add,
-    BinaryOp::Sub,
-    BinaryOp::Mul,
-    BinaryOp::Div,
-    BinaryOp::Rem,
-];
-
 /// Well-formed trees of depth ≤ 6 over every operator and builtin, the ternary and
 /// (with `rows`) both slot kinds, as tests/codegen.rs generates them.
 pub fn expr(rows: bool) -> impl Strategy<Value = Expr> {
@@ -182,41 +169,7 @@ pub fn expr(rows: bool) -> impl Strategy<Value = Expr> {
             Expr::Slot(Slot::Ctx(i % CTX_SLOTS))
         }),
     ];
-    leaf.prop_recursive(6, 48, 4, |inner| {
-        prop_oneof![
-            (
-                proptest::sample::select(vec![UnaryOp::Neg, UnaryOp::Not]),
-                inner.clone()
-            )
-                .prop_map(|(op, x)| Expr::Unary(op, Box::new(x))),
-            (
-                proptest::sample::select(BINARY.to_vec()),
-                inner.clone(),
-                inner.clone()
-            )
-                .prop_map(|(op, a, b)| Expr::Binary(op, Box::new(a), Box::new(b))),
-            (inner.clone(), inner.clone(), inner.clone()).prop_map(|(c, a, b)| Expr::Cond(
-                Box::new(c),
-                Box::new(a),
-                Box::new(b)
-            )),
-            (
-                proptest::sample::select(vec![Builtin::Min, Builtin::Max]),
-                proptest::collection::vec(inner.clone(), 2..=4)
-            )
-                .prop_map(|(f, args)| Expr::Call(f, args)),
-            (
-                proptest::sample::select(vec![
-                    Builtin::Abs,
-                    Builtin::Floor,
-                    Builtin::Ceil,
-                    Builtin::Sqrt
-                ]),
-                inner
-            )
-                .prop_map(|(f, x)| Expr::Call(f, vec![x])),
-        ]
-    })
+    expr_tree::tree(leaf)
 }
 
 /// A runner whose draws depend only on `seed`, so a failure reproduces.
