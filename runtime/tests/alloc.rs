@@ -5,65 +5,14 @@
 //! allocation, not the engine's.
 
 mod common;
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+mod counting_alloc;
 
 use common::*;
+use counting_alloc::count;
 use poolrt::{Event, EvictPolicy, Header, Limit, Pool, PoolConfig, Preempt, QueuePolicy, Units};
 
-struct Counting;
-
-thread_local! {
-    static ON: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note() {
-    if ON.with(|on| on.get()) {
-        ALLOCS.with(|n| n.set(n.get() + 1));
-    }
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counters are
-// const-initialised thread-locals without destructors, so touching them never
-// allocates or re-enters the allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's pointer and layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: forwarded with the caller's arguments.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Allocations made by `f` on this thread.
-fn count<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    ALLOCS.with(|n| n.set(0));
-    ON.with(|on| on.set(true));
-    let r = f();
-    ON.with(|on| on.set(false));
-    (r, ALLOCS.with(|n| n.get()))
-}
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 /// Session `i`'s hold: a shared prefix (run 1, or runs 1 then 2) and its own tail.
 fn header(i: u64) -> Header {

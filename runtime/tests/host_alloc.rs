@@ -6,58 +6,16 @@
 //! samples are reserved; what is left is the engine's amortised vector growth, which
 //! doubles a bounded number of times however many admissions there are.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use poolrt::host::{
     AttrSpec, Host, HostConfig, IterTime, PoolDecl, PoolMember, RunOptions, StageDecl, StageKind,
     StepConfig,
 };
 use poolrt::{Limit, PoolConfig, PoolRef, Preempt, StageRef, Units};
 
-struct Counting;
-
-thread_local! {
-    static ON: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note() {
-    if ON.with(|on| on.get()) {
-        ALLOCS.with(|n| n.set(n.get() + 1));
-    }
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counters are
-// const-initialised thread-locals without destructors, so touching them never
-// allocates or re-enters the allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's pointer and layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: forwarded with the caller's arguments.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 fn config() -> HostConfig {
     HostConfig {
@@ -98,11 +56,10 @@ fn window(n: usize, from: u64, to: u64) -> (u64, u64) {
     let host = Host::new(config(), &w).unwrap();
     let mut progress = |done: u64, _total: u64| {
         if done == from {
-            ALLOCS.with(|a| a.set(0));
-            ON.with(|on| on.set(true));
+            counting_alloc::start();
         }
         if done == to {
-            ON.with(|on| on.set(false));
+            counting_alloc::stop();
         }
     };
     let r = host
@@ -111,9 +68,9 @@ fn window(n: usize, from: u64, to: u64) -> (u64, u64) {
             progress: Some(&mut progress),
         })
         .unwrap();
-    ON.with(|on| on.set(false));
+    counting_alloc::stop();
     assert_eq!(r.finished, n as u64);
-    (ALLOCS.with(|a| a.get()), r.admissions)
+    (counting_alloc::counted(), r.admissions)
 }
 
 #[test]
