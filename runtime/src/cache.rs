@@ -4,6 +4,8 @@
 //! hit (R11). It counts allocated and cached blocks. It does not choose which entry to
 //! evict, decide fits or know about holds and queues: `pool.rs` does.
 
+use std::collections::hash_map::Entry as MapEntry;
+
 use crate::hash::FxMap;
 use crate::types::{BlockKey, EntryId, SessionId};
 
@@ -73,6 +75,39 @@ pub(crate) struct Store {
     next_entry: u64,
     allocated: u64,
     cached: u64,
+    watch: Watch,
+}
+
+/// Words of the [`Watch`] filter: 4,096 bits.
+const WATCH_WORDS: usize = 64;
+
+/// A filter over the keys one remembered hit walk depends on (pool.rs keeps the walk
+/// of a hold that did not fit, so that the next attempt on the same hold need not
+/// walk again). Every change that could alter a walk's result — a key registered or
+/// unregistered, a cached block claimed, a held block's last holder gone — marks the
+/// filter touched when its key may be watched. False positives only cost a walk.
+#[derive(Debug)]
+struct Watch {
+    on: bool,
+    touched: bool,
+    bits: [u64; WATCH_WORDS],
+}
+
+impl Watch {
+    fn bit(key: &BlockKey) -> usize {
+        let h = (key.run.0 ^ key.offset.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - 12)) as usize
+    }
+
+    #[inline]
+    fn touch(&mut self, key: &BlockKey) {
+        if self.on {
+            let i = Watch::bit(key);
+            if self.bits[i / 64] & (1 << (i % 64)) != 0 {
+                self.touched = true;
+            }
+        }
+    }
 }
 
 impl Default for Store {
@@ -89,6 +124,11 @@ impl Default for Store {
             next_entry: 0,
             allocated: 0,
             cached: 0,
+            watch: Watch {
+                on: false,
+                touched: false,
+                bits: [0; WATCH_WORDS],
+            },
         }
     }
 }
@@ -160,6 +200,29 @@ impl Store {
         self.index.get(key).copied()
     }
 
+    /// Starts watching a new set of keys (empty, untouched).
+    pub fn watch_start(&mut self) {
+        self.watch.bits = [0; WATCH_WORDS];
+        self.watch.on = true;
+        self.watch.touched = false;
+    }
+
+    /// Adds a key to the watched set.
+    pub fn watch_add(&mut self, key: &BlockKey) {
+        let i = Watch::bit(key);
+        self.watch.bits[i / 64] |= 1 << (i % 64);
+    }
+
+    /// Stops watching (changes cost nothing again).
+    pub fn watch_stop(&mut self) {
+        self.watch.on = false;
+    }
+
+    /// Whether a change may have touched a watched key since `watch_start`.
+    pub fn watch_touched(&self) -> bool {
+        !self.watch.on || self.watch.touched
+    }
+
     /// A fresh block held once, unregistered.
     pub fn alloc(&mut self) -> u32 {
         let b = match self.free_blocks.pop() {
@@ -194,14 +257,17 @@ impl Store {
             self.blocks[b as usize].key.is_none(),
             "block registered twice"
         );
+        self.watch.touch(&key);
         self.blocks[b as usize].key = Some(key);
         self.blocks[b as usize].next_dup = NIL;
-        match self.index.get(&key) {
-            None => {
-                self.index.insert(key, b);
+        // One hash probe (the entry) rather than a lookup and then an insert: every
+        // allocated block of known content is registered, so this is hot.
+        match self.index.entry(key) {
+            MapEntry::Vacant(v) => {
+                v.insert(b);
             }
-            Some(&first) => {
-                let mut at = first;
+            MapEntry::Occupied(o) => {
+                let mut at = *o.get();
                 while self.blocks[at as usize].next_dup != NIL {
                     at = self.blocks[at as usize].next_dup;
                 }
@@ -214,13 +280,18 @@ impl Store {
         let Some(key) = self.blocks[b as usize].key.take() else {
             return;
         };
+        self.watch.touch(&key);
         let next = std::mem::replace(&mut self.blocks[b as usize].next_dup, NIL);
-        let first = *self.index.get(&key).expect("registered key is indexed");
+        // One hash probe, as in `register`: every eviction comes through here.
+        let MapEntry::Occupied(mut o) = self.index.entry(key) else {
+            panic!("registered key {key} is not indexed");
+        };
+        let first = *o.get();
         if first == b {
             if next == NIL {
-                self.index.remove(&key);
+                o.remove();
             } else {
-                self.index.insert(key, next);
+                *o.get_mut() = next;
             }
             return;
         }
@@ -244,6 +315,9 @@ impl Store {
     pub fn claim(&mut self, b: u32) -> Option<Entry> {
         let slot = self.blocks[b as usize].entry;
         assert!(slot != NIL, "claiming a block that is not cached");
+        if let Some(key) = self.blocks[b as usize].key {
+            self.watch.touch(&key);
+        }
         let gone = self.unlink(slot, b);
         self.blocks[b as usize].refs = 1;
         self.cached -= 1;
@@ -258,7 +332,14 @@ impl Store {
             .refs
             .checked_sub(1)
             .expect("releasing a block nobody holds");
-        block.refs
+        let refs = block.refs;
+        // No longer held: a walk that counted it as shared would count differently.
+        if refs == 0
+            && let Some(key) = block.key
+        {
+            self.watch.touch(&key);
+        }
+        refs
     }
 
     /// A block nobody holds any more is freed: unregistered and reusable.

@@ -231,6 +231,18 @@ pub enum Admission {
     },
 }
 
+/// The hit walk of the last hold an admission attempt selected and did not admit
+/// (blocked, or declined by the host): a step host retries the same head every
+/// iteration, and its walk changes only when a key it looked at does (the store's
+/// watch filter says when).
+#[derive(Clone, Copy, Debug)]
+struct HitMemo {
+    /// The hold's enqueue order: unique to one stay in the queue.
+    seq: u64,
+    hit: u64,
+    shared: u64,
+}
+
 /// One pool member. See the module documentation and docs/RUNTIME.md.
 #[derive(Debug)]
 pub struct Pool {
@@ -259,6 +271,7 @@ pub struct Pool {
     now: f64,
     snaps: Snapshots,
     scratch: Scratch,
+    memo: Option<HitMemo>,
     notices: Vec<Notice>,
     log: Option<Vec<Record>>,
     counters: Counters,
@@ -334,6 +347,7 @@ impl Pool {
             pending: VecDeque::new(),
             now: f64::NEG_INFINITY,
             scratch: Scratch::default(),
+            memo: None,
             notices: Vec::new(),
             log: None,
             counters: Counters::default(),
@@ -740,6 +754,8 @@ impl Pool {
         h.units = units;
         h.reserve = reserve;
         h.max_hit = max_hit;
+        // Its walk's limit may have changed.
+        self.memo = None;
         if self.queue.is_indexed() && !self.queue.is_preempted(slot) {
             self.file_keys(slot, env);
         }
@@ -896,7 +912,18 @@ impl Pool {
         let block = self.block;
         let w = self.queue.get(pick);
         let session = w.session;
-        let (hit, shared) = hit_counts(&self.store, &w.header, block);
+        let (hit, shared) = match self.memo {
+            Some(m) if m.seq == w.seq && !self.store.watch_touched() => (m.hit, m.shared),
+            _ => {
+                let (hit, shared) = hit_counts_watched(&mut self.store, &w.header, block);
+                self.memo = Some(HitMemo {
+                    seq: w.seq,
+                    hit,
+                    shared,
+                });
+                (hit, shared)
+            }
+        };
         let tier_blocks = tier.map_or(0, |t| tier_run(&t.store, &w.header, hit, block));
         let found = Hit {
             local: Units(hit * block),
@@ -918,6 +945,8 @@ impl Pool {
         }
         let mut w = self.queue.take(pick);
         self.waiting.remove(&session);
+        self.memo = None;
+        self.store.watch_stop();
         let mut blocks = self.scratch.spare.pop().unwrap_or_default();
         // The same walk as above (nothing changed since), before the header takes
         // the chosen units: the hit was judged under the header's own limit.
@@ -1307,6 +1336,25 @@ fn hit_counts(store: &Store, header: &Header, block: u64) -> (u64, u64) {
     let mut shared = 0;
     let limit = header.hit_limit_blocks(block);
     for key in header.chain.block_keys(block).take(limit as usize) {
+        let Some(b) = store.lookup(&key) else { break };
+        hit += 1;
+        if store.refs(b) > 0 {
+            shared += 1;
+        }
+    }
+    (hit, shared)
+}
+
+/// [`hit_counts`], watching every key the walk looks at (the first missing one
+/// included: registering it would lengthen the hit) so that a later attempt on the
+/// same header can tell whether the walk would still give the same result.
+fn hit_counts_watched(store: &mut Store, header: &Header, block: u64) -> (u64, u64) {
+    store.watch_start();
+    let mut hit = 0;
+    let mut shared = 0;
+    let limit = header.hit_limit_blocks(block);
+    for key in header.chain.block_keys(block).take(limit as usize) {
+        store.watch_add(&key);
         let Some(b) = store.lookup(&key) else { break };
         hit += 1;
         if store.refs(b) > 0 {

@@ -20,7 +20,7 @@ pub struct Percentiles {
 impl Percentiles {
     /// Sorts `values` (total order) and reads the percentiles.
     pub fn of(values: &mut [f64]) -> Percentiles {
-        values.sort_by(f64::total_cmp);
+        sort_total(values);
         let n = values.len();
         let rank = |p: u64| -> Option<f64> {
             if n == 0 {
@@ -37,6 +37,23 @@ impl Percentiles {
             p90: rank(90),
             p99: rank(99),
         }
+    }
+}
+
+/// Sorts by `f64::total_cmp`, fast: as integers whose order is the total order
+/// (the sign bit flipped, and the other bits too for negatives), unstably — values
+/// equal in the total order have equal bits, so the result is the same as a stable
+/// sort's. A replay has millions of inter-token latencies to sort.
+fn sort_total(values: &mut [f64]) {
+    let key = |x: f64| {
+        let b = x.to_bits();
+        if b >> 63 == 1 { !b } else { b | 1 << 63 }
+    };
+    let unkey = |k: u64| f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k });
+    let mut keys: Vec<u64> = values.iter().map(|&x| key(x)).collect();
+    keys.sort_unstable();
+    for (v, k) in values.iter_mut().zip(keys) {
+        *v = unkey(k);
     }
 }
 
@@ -280,5 +297,28 @@ mod tests {
         assert_eq!((p.p50, p.p90, p.p99), (Some(7.0), Some(7.0), Some(7.0)));
         let p = Percentiles::of(&mut []);
         assert_eq!((p.count, p.p50), (0, None));
+    }
+
+    #[test]
+    fn integer_sort_is_the_total_order() {
+        let mut v = vec![
+            3.5,
+            -0.0,
+            0.0,
+            f64::NAN,
+            -f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -2.0,
+            1e-300,
+            -1e-300,
+            3.5,
+            f64::MIN_POSITIVE,
+        ];
+        let mut want = v.clone();
+        want.sort_by(f64::total_cmp);
+        sort_total(&mut v);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&v), bits(&want));
     }
 }
