@@ -188,19 +188,32 @@ impl Snapshots {
     }
 }
 
+#[inline]
 fn live_attrs<E: Env + ?Sized>(env: &E, session: SessionId) -> &[f64] {
-    env.attrs(session).unwrap_or_else(|| {
-        panic!("Env contract broken: no attributes for session {session}, which is in the pool")
-    })
+    match env.attrs(session) {
+        Some(a) => a,
+        None => no_attrs(session),
+    }
 }
 
+#[cold]
+fn no_attrs(session: SessionId) -> ! {
+    panic!("Env contract broken: no attributes for session {session}, which is in the pool")
+}
+
+// Inlined, with the panic out of line: a scanned queue reads attributes for every
+// waiting hold at every admission attempt.
+#[inline]
 fn attr(attrs: &[f64], a: u32, session: SessionId) -> f64 {
-    *attrs.get(a as usize).unwrap_or_else(|| {
-        panic!(
-            "Env contract broken: session {session} has {} attributes, a layout reads #{a}",
-            attrs.len()
-        )
-    })
+    match attrs.get(a as usize) {
+        Some(v) => *v,
+        None => short_attrs(attrs.len(), a, session),
+    }
+}
+
+#[cold]
+fn short_attrs(len: usize, a: u32, session: SessionId) -> ! {
+    panic!("Env contract broken: session {session} has {len} attributes, a layout reads #{a}")
 }
 
 /// Reused buffers, so that admissions and evictions allocate nothing once warm.
@@ -1158,8 +1171,7 @@ impl Pool {
         let rows = &mut self.scratch.rows;
         rows.clear();
         rows.resize(n * stride, 0.0);
-        for (i, w) in self.queue.fifo_iter().enumerate() {
-            let row = &mut rows[i * stride..(i + 1) * stride];
+        for (row, w) in rows.chunks_exact_mut(stride).zip(self.queue.fifo_iter()) {
             fill_queue_row(row, &layout.row, w, &self.store, self.block, env);
         }
         self.scratch.ctx.clear();
@@ -1293,6 +1305,7 @@ impl Pool {
 }
 
 /// One queue row (S2): attributes read now, header values, the hit now, enqueue time.
+#[inline(always)]
 fn fill_queue_row<E: Env + ?Sized>(
     row: &mut [f64],
     inputs: &[Input],
@@ -1301,9 +1314,15 @@ fn fill_queue_row<E: Env + ?Sized>(
     block: u64,
     env: &E,
 ) {
+    // The host is asked once per row, not once per attribute.
+    let mut attrs: Option<&[f64]> = None;
     for (slot, input) in row.iter_mut().zip(inputs) {
         *slot = match *input {
-            Input::Attr(a) => attr(live_attrs(env, w.session), a, w.session),
+            Input::Attr(a) => attr(
+                attrs.get_or_insert_with(|| live_attrs(env, w.session)),
+                a,
+                w.session,
+            ),
             Input::Units => w.header.units.0 as f64,
             Input::Reserve => w.header.reserve.0 as f64,
             Input::Computed => (hit_counts(store, &w.header, block).0 * block) as f64,

@@ -262,6 +262,7 @@ impl Queue {
             .file(slot, seq, keys);
     }
 
+    #[inline]
     pub fn get_slot(&self, slot: u32) -> &Waiting {
         self.slots[slot as usize]
             .as_ref()
