@@ -177,7 +177,14 @@ fn driver<M: Member>(
         .expect("policies match the IR");
     let (shape, warm) = match phase {
         Phase::Admission => (
-            StreamShape::admission(BLOCK, Some(CAP / BLOCK), n, 0.5).expect("cap fits"),
+            StreamShape::admission(
+                BLOCK,
+                Some(CAP / BLOCK),
+                n,
+                0.5,
+                poolc::bench::MAX_HOLD_BLOCKS,
+            )
+            .expect("cap fits"),
             2 * CAP / BLOCK,
         ),
         Phase::Eviction => {

@@ -189,16 +189,19 @@ pub struct StreamShape {
 
 impl StreamShape {
     /// The admission phase's stream for a pool of `block` units and `cap_blocks`
-    /// (`None`: `cap inf`), with `queue` holds waiting: a round's holds, grown, fit
-    /// the cap together, so an admission never blocks and a grow never waits.
+    /// (`None`: `cap inf`), with `queue` holds waiting and holds of at most
+    /// `max_hold` blocks (fewer when the cap needs): a round's holds, grown, fit the
+    /// cap together, so an admission never blocks and a grow never waits.
     pub fn admission(
         block: u64,
         cap_blocks: Option<u64>,
         queue: usize,
         share: f64,
+        max_hold: u64,
     ) -> Result<StreamShape, BenchError> {
+        let max_hold = max_hold.clamp(1, MAX_HOLD_BLOCKS);
         let (batch, max_blocks) = match cap_blocks {
-            None => (BATCH, MAX_HOLD_BLOCKS),
+            None => (BATCH, max_hold),
             Some(cap) if cap < 2 => {
                 return Err(err(format!(
                     "the pool's cap holds {cap} block(s); the benchmark needs at least 2"
@@ -206,9 +209,7 @@ impl StreamShape {
             }
             Some(cap) => {
                 let batch = BATCH.min((cap / 2) as usize).max(1);
-                let max = (cap / batch as u64)
-                    .saturating_sub(1)
-                    .clamp(1, MAX_HOLD_BLOCKS);
+                let max = (cap / batch as u64).saturating_sub(1).clamp(1, max_hold);
                 (batch, max)
             }
         };
@@ -216,7 +217,13 @@ impl StreamShape {
             block,
             batch,
             max_blocks,
-            prefix_blocks: max_blocks / 4,
+            // A quarter of the largest hold, at least a block when a hold can have
+            // a prefix and content of its own.
+            prefix_blocks: if max_blocks >= 2 {
+                (max_blocks / 4).max(1)
+            } else {
+                0
+            },
             prefixes: PREFIXES,
             share,
             grow_blocks: 1,
@@ -1327,6 +1334,9 @@ pub struct Options {
     pub repeats: usize,
     pub seed: u64,
     pub share: f64,
+    /// The most blocks of an admission-phase hold before its grow (at most
+    /// [`MAX_HOLD_BLOCKS`]; fewer when the cap needs).
+    pub max_blocks: u64,
 }
 
 impl Default for Options {
@@ -1337,6 +1347,7 @@ impl Default for Options {
             repeats: 5,
             seed: 1,
             share: 0.5,
+            max_blocks: MAX_HOLD_BLOCKS,
         }
     }
 }
@@ -1708,8 +1719,13 @@ pub fn run(
         ir::Limit::Finite(c) => Some(c),
         ir::Limit::Unbounded => None,
     };
-    let admission_shape =
-        StreamShape::admission(block, cap.map(|c| c / block), opts.queue, opts.share)?;
+    let admission_shape = StreamShape::admission(
+        block,
+        cap.map(|c| c / block),
+        opts.queue,
+        opts.share,
+        opts.max_blocks,
+    )?;
     let eviction_shape = StreamShape::eviction(block, opts.queue);
     let cap_limit = cap.map_or(Limit::Unbounded, |c| Limit::Finite(Units(c)));
     let admission = measure_phase(

@@ -111,7 +111,8 @@ fn allocations(source: &str, phase: Phase, n: usize) -> Vec<(Backend, u64, u64)>
                     Limit::Unbounded => 4096,
                 };
                 (
-                    StreamShape::admission(block, Some(cap), n, 0.5).expect("shape"),
+                    StreamShape::admission(block, Some(cap), n, 0.5, poolc::bench::MAX_HOLD_BLOCKS)
+                        .expect("shape"),
                     3 * cap,
                 )
             }

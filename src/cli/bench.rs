@@ -42,6 +42,11 @@ pub struct BenchArgs {
     /// The fraction of holds that start with a shared prefix (0 to 1).
     #[arg(long, default_value_t = 0.5, value_parser = parse_share)]
     share: f64,
+    /// The most blocks a hold asks for before it grows by one (1 to 31; fewer when
+    /// the pool's cap needs): per-block work dominates an admission of many blocks.
+    #[arg(long, default_value_t = bench::MAX_HOLD_BLOCKS, value_name = "N",
+          value_parser = clap::value_parser!(u64).range(1..=bench::MAX_HOLD_BLOCKS))]
+    blocks: u64,
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
@@ -105,6 +110,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         repeats,
         seed: args.seed,
         share: args.share,
+        max_blocks: args.blocks,
     };
     let result = bench::run(
         &spec_path.display().to_string(),
