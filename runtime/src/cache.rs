@@ -91,6 +91,12 @@ struct Watch {
     on: bool,
     touched: bool,
     bits: [u64; WATCH_WORDS],
+    /// The words set since the last start (up to 16; beyond that, `crowded`), so
+    /// that starting again clears those rather than the whole filter: most walks
+    /// are short, and every admission attempt starts one.
+    set: [u8; 16],
+    nset: u8,
+    crowded: bool,
 }
 
 impl Watch {
@@ -128,6 +134,9 @@ impl Default for Store {
                 on: false,
                 touched: false,
                 bits: [0; WATCH_WORDS],
+                set: [0; 16],
+                nset: 0,
+                crowded: false,
             },
         }
     }
@@ -202,15 +211,34 @@ impl Store {
 
     /// Starts watching a new set of keys (empty, untouched).
     pub fn watch_start(&mut self) {
-        self.watch.bits = [0; WATCH_WORDS];
-        self.watch.on = true;
-        self.watch.touched = false;
+        let w = &mut self.watch;
+        if w.crowded {
+            w.bits = [0; WATCH_WORDS];
+        } else {
+            for &word in &w.set[..w.nset as usize] {
+                w.bits[word as usize] = 0;
+            }
+        }
+        w.nset = 0;
+        w.crowded = false;
+        w.on = true;
+        w.touched = false;
     }
 
     /// Adds a key to the watched set.
     pub fn watch_add(&mut self, key: &BlockKey) {
         let i = Watch::bit(key);
-        self.watch.bits[i / 64] |= 1 << (i % 64);
+        let w = &mut self.watch;
+        let word = i / 64;
+        if w.bits[word] == 0 {
+            if (w.nset as usize) < w.set.len() {
+                w.set[w.nset as usize] = word as u8;
+                w.nset += 1;
+            } else {
+                w.crowded = true;
+            }
+        }
+        w.bits[word] |= 1 << (i % 64);
     }
 
     /// Stops watching (changes cost nothing again).

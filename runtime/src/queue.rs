@@ -1,12 +1,11 @@
 //! The waiting holds of one pool member (R8): a slab of holds, their enqueue order,
 //! the preempted stack ahead of them (the most recently preempted on top), and — for
-//! `queue by` keys that read only fixed inputs — an ordered index: a binary heap on
+//! `queue by` keys that read only fixed inputs — an ordered index: an 8-ary heap on
 //! (keys in E5 order, enqueue order) whose keys were computed once, at enqueue or when
 //! the host said a hold's inputs changed. It stores and orders holds; it does not
 //! evaluate keys (`pool.rs` does, through the compiled functions) and never decides
 //! fits.
 
-use std::cmp::Ordering;
 use std::collections::VecDeque;
 
 use crate::cache::NIL;
@@ -33,35 +32,37 @@ pub(crate) enum Pick {
     Indexed,
 }
 
-/// E5 order of one key: −0 == +0; NaN after every number and equal to NaN.
-pub(crate) fn e5(a: f64, b: f64) -> Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+/// A key as a `u64` whose unsigned order is E5's: NaN greatest and equal to every
+/// NaN, −0 equal to +0, numbers by value (the sign bit flipped for positives, every
+/// bit for negatives).
+fn e5_bits(x: f64) -> u64 {
+    if x.is_nan() {
+        return u64::MAX;
     }
+    let b = if x == 0.0 { 0 } else { x.to_bits() };
+    if b >> 63 == 1 { !b } else { b | 1 << 63 }
 }
 
-/// Keys computed once per hold, and a binary min-heap on them. Each heap entry owns
-/// a copy of the keys it was filed under (rows of an arena, recycled), so a hold
-/// whose keys change is simply filed again under a new version: the old entry keeps
-/// its old keys — the heap stays ordered — and is dropped when it reaches the top
-/// (lazy deletion). Nothing is searched for or moved.
+/// Children per node of the index's heap: a wide heap is shallow, and a node's
+/// children are adjacent records (a few cache lines that the prefetcher streams),
+/// where a binary heap of 100,000 holds takes a cache miss on most of its 17 levels.
+const ARITY: usize = 8;
+
+/// Keys computed once per hold, and a min-heap on them. Each heap record
+/// holds a copy of the keys it was filed under (as [`e5_bits`]), the hold's enqueue
+/// order, its slot and the filing's version, inline: a comparison reads two records
+/// of the heap itself and compares words, so a sift touches one contiguous array.
+/// A hold whose keys change is simply filed again under a new version: the old
+/// record keeps its old keys — the heap stays ordered — and is dropped when it
+/// reaches the top (lazy deletion). Nothing is searched for or moved.
 #[derive(Debug)]
 struct KeyIndex {
     nkeys: usize,
     /// Per waiting slot: the version of its current filing.
     version: Vec<u32>,
-    /// Arena of filings: `keys[row * nkeys ..][.. nkeys]`, with the filing's slot,
-    /// version and enqueue order.
-    keys: Vec<f64>,
-    row_slot: Vec<u32>,
-    row_version: Vec<u32>,
-    row_seq: Vec<u64>,
-    free_rows: Vec<u32>,
-    /// Arena rows, heap-ordered.
-    heap: Vec<u32>,
+    /// Records of `nkeys + 2` words: the keys, the enqueue order (the tie rule, R8),
+    /// then `slot << 32 | version`; heap-ordered on the first `nkeys + 1` words.
+    heap: Vec<u64>,
 }
 
 impl KeyIndex {
@@ -69,96 +70,87 @@ impl KeyIndex {
         KeyIndex {
             nkeys,
             version: Vec::new(),
-            keys: Vec::new(),
-            row_slot: Vec::new(),
-            row_version: Vec::new(),
-            row_seq: Vec::new(),
-            free_rows: Vec::new(),
             heap: Vec::new(),
         }
     }
 
+    fn stride(&self) -> usize {
+        self.nkeys + 2
+    }
+
+    fn records(&self) -> usize {
+        self.heap.len() / self.stride()
+    }
+
     /// E5 on the keys, then enqueue order (R8).
-    fn less(&self, a: u32, b: u32) -> bool {
-        let n = self.nkeys;
-        let (ka, kb) = (
-            &self.keys[a as usize * n..][..n],
-            &self.keys[b as usize * n..][..n],
-        );
-        for (x, y) in ka.iter().zip(kb) {
-            match e5(*x, *y) {
-                Ordering::Less => return true,
-                Ordering::Greater => return false,
-                Ordering::Equal => {}
-            }
+    fn less(&self, a: usize, b: usize) -> bool {
+        let (s, n) = (self.stride(), self.nkeys + 1);
+        self.heap[a * s..a * s + n] < self.heap[b * s..b * s + n]
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        let s = self.stride();
+        for k in 0..s {
+            self.heap.swap(a * s + k, b * s + k);
         }
-        self.row_seq[a as usize] < self.row_seq[b as usize]
     }
 
     /// Files `slot` under `keys` as its newest version.
     fn file(&mut self, slot: u32, seq: u64, keys: impl Iterator<Item = f64>) {
-        let n = self.nkeys;
-        let row = match self.free_rows.pop() {
-            Some(r) => r,
-            None => {
-                self.keys.resize(self.keys.len() + n, 0.0);
-                self.row_slot.push(0);
-                self.row_version.push(0);
-                self.row_seq.push(0);
-                u32::try_from(self.row_slot.len() - 1).expect("fewer than 2^32 filings")
-            }
-        };
-        for (dst, k) in self.keys[row as usize * n..][..n].iter_mut().zip(keys) {
-            *dst = k;
-        }
         let v = &mut self.version[slot as usize];
         *v = v.wrapping_add(1);
-        self.row_slot[row as usize] = slot;
-        self.row_version[row as usize] = *v;
-        self.row_seq[row as usize] = seq;
-        self.heap.push(row);
-        let mut i = self.heap.len() - 1;
+        let tag = u64::from(slot) << 32 | u64::from(*v);
+        let start = self.heap.len();
+        self.heap.extend(keys.take(self.nkeys).map(e5_bits));
+        // A key list shorter than promised would shift the record; pad it (the
+        // engine always gives `nkeys` keys).
+        self.heap.resize(start + self.nkeys, e5_bits(f64::NAN));
+        self.heap.push(seq);
+        self.heap.push(tag);
+        let mut i = self.records() - 1;
         while i > 0 {
-            let parent = (i - 1) / 2;
-            if !self.less(self.heap[i], self.heap[parent]) {
+            let parent = (i - 1) / ARITY;
+            if !self.less(i, parent) {
                 break;
             }
-            self.heap.swap(i, parent);
+            self.swap(i, parent);
             i = parent;
         }
     }
 
-    /// Removes the heap's least filing and recycles its row.
+    /// Removes the heap's least record.
     fn pop(&mut self) {
-        if self.heap.is_empty() {
+        let n = self.records();
+        if n == 0 {
             return;
         }
-        let top = self.heap.swap_remove(0);
-        self.free_rows.push(top);
-        let n = self.heap.len();
+        self.swap(0, n - 1);
+        let s = self.stride();
+        self.heap.truncate((n - 1) * s);
+        let n = n - 1;
         let mut i = 0;
         loop {
-            let (l, r) = (2 * i + 1, 2 * i + 2);
+            let first = ARITY * i + 1;
             let mut least = i;
-            if l < n && self.less(self.heap[l], self.heap[least]) {
-                least = l;
-            }
-            if r < n && self.less(self.heap[r], self.heap[least]) {
-                least = r;
+            for c in first..(first + ARITY).min(n) {
+                if self.less(c, least) {
+                    least = c;
+                }
             }
             if least == i {
                 break;
             }
-            self.heap.swap(i, least);
+            self.swap(i, least);
             i = least;
         }
     }
 
-    /// Drops stale filings from the top; the slot of the least live hold.
+    /// Drops stale records from the top; the slot of the least live hold.
     fn top(&mut self) -> Option<u32> {
-        while let Some(&row) = self.heap.first() {
-            let slot = self.row_slot[row as usize];
-            if self.version[slot as usize] == self.row_version[row as usize] {
+        while self.records() > 0 {
+            let tag = self.heap[self.nkeys + 1];
+            let (slot, version) = ((tag >> 32) as u32, tag as u32);
+            if self.version[slot as usize] == version {
                 return Some(slot);
             }
             self.pop();
@@ -347,5 +339,53 @@ impl Queue {
             .map(|&s| self.get_slot(s))
             .chain(rest)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cmp::Ordering;
+
+    use super::e5_bits;
+
+    /// E5 order of one key, written out: −0 == +0; NaN after every number and equal
+    /// to NaN.
+    fn e5(a: f64, b: f64) -> Ordering {
+        match (a.is_nan(), b.is_nan()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => Ordering::Greater,
+            (false, true) => Ordering::Less,
+            (false, false) => a.partial_cmp(&b).expect("neither is NaN"),
+        }
+    }
+
+    #[test]
+    fn e5_bits_order_is_e5() {
+        let xs = [
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.0,
+            -1.0,
+            -0.5,
+            -f64::MIN_POSITIVE,
+            -5e-324,
+            -0.0,
+            0.0,
+            5e-324,
+            f64::MIN_POSITIVE,
+            0.5,
+            1.0,
+            3.0,
+            1e300,
+            f64::INFINITY,
+            f64::NAN,
+            -f64::NAN,
+            f64::from_bits(0x7ff8_0000_0000_0001),
+        ];
+        for &a in &xs {
+            for &b in &xs {
+                assert_eq!(e5_bits(a).cmp(&e5_bits(b)), e5(a, b), "{a:?} vs {b:?}");
+            }
+        }
     }
 }
