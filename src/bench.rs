@@ -1337,6 +1337,26 @@ pub struct Options {
     /// The most blocks of an admission-phase hold before its grow (at most
     /// [`MAX_HOLD_BLOCKS`]; fewer when the cap needs).
     pub max_blocks: u64,
+    /// Which phases to run (all by default).
+    pub phases: Phases,
+}
+
+/// The phases a run measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Phases {
+    pub admission: bool,
+    pub eviction: bool,
+    pub scan: bool,
+}
+
+impl Default for Phases {
+    fn default() -> Phases {
+        Phases {
+            admission: true,
+            eviction: true,
+            scan: true,
+        }
+    }
 }
 
 impl Default for Options {
@@ -1348,6 +1368,7 @@ impl Default for Options {
             seed: 1,
             share: 0.5,
             max_blocks: MAX_HOLD_BLOCKS,
+            phases: Phases::default(),
         }
     }
 }
@@ -1486,8 +1507,8 @@ pub struct Report {
     pub admission_shape: StreamShape,
     pub eviction_shape: StreamShape,
     pub compile: CompileTimes,
-    pub admission: PhaseReport,
-    pub eviction: PhaseReport,
+    pub admission: Option<PhaseReport>,
+    pub eviction: Option<PhaseReport>,
     /// The compiled scan over `queue` rows, when the engine scans (keys that read
     /// `waited`, `now`, `computed` or a query).
     pub scan: Option<PhaseReport>,
@@ -1728,28 +1749,40 @@ pub fn run(
     )?;
     let eviction_shape = StreamShape::eviction(block, opts.queue);
     let cap_limit = cap.map_or(Limit::Unbounded, |c| Limit::Finite(Units(c)));
-    let admission = measure_phase(
-        compiled,
-        pool,
-        &backends,
-        Phase::Admission,
-        opts,
-        &admission_shape,
-        cap_limit,
-    )?;
-    let entries_cap = (opts.queue as u64)
-        .checked_mul(EVICT_BLOCKS * block)
-        .ok_or_else(|| err("--queue is too large for the eviction phase's cap"))?;
-    let eviction = measure_phase(
-        compiled,
-        pool,
-        &backends,
-        Phase::Eviction,
-        opts,
-        &eviction_shape,
-        Limit::Finite(Units(entries_cap)),
-    )?;
-    let scan = scan(compiled, pool, &backends, opts, &admission_shape)?;
+    let admission = if opts.phases.admission {
+        Some(measure_phase(
+            compiled,
+            pool,
+            &backends,
+            Phase::Admission,
+            opts,
+            &admission_shape,
+            cap_limit,
+        )?)
+    } else {
+        None
+    };
+    let eviction = if opts.phases.eviction {
+        let entries_cap = (opts.queue as u64)
+            .checked_mul(EVICT_BLOCKS * block)
+            .ok_or_else(|| err("--queue is too large for the eviction phase's cap"))?;
+        Some(measure_phase(
+            compiled,
+            pool,
+            &backends,
+            Phase::Eviction,
+            opts,
+            &eviction_shape,
+            Limit::Finite(Units(entries_cap)),
+        )?)
+    } else {
+        None
+    };
+    let scan = if opts.phases.scan {
+        scan(compiled, pool, &backends, opts, &admission_shape)?
+    } else {
+        None
+    };
     Ok(Report {
         spec: spec.to_string(),
         pool: cp.name.clone(),
@@ -1821,53 +1854,57 @@ impl Report {
              (median of {})",
             c.check_cold_us, c.check_warm_us, c.jit_cold_us, c.jit_warm_us, o.repeats
         );
-        let _ = writeln!(
-            s,
-            "\nadmission: queue of {} waiting, {} admissions per run, median of {} runs",
-            o.queue, self.admission.ops, o.repeats
-        );
-        let _ = writeln!(
-            s,
-            "  {:<9} {:>14} {:>14} {:>14} {:>12} {:>17}",
-            "backend",
-            "admissions/s",
-            "ns/admission",
-            "evict/admission",
-            "hit units/adm",
-            "ns grow+release"
-        );
-        for f in &self.admission.figures {
+        if let Some(adm) = &self.admission {
             let _ = writeln!(
                 s,
-                "  {:<9} {:>14} {:>14.1} {:>14.2} {:>12.1} {:>17.1}",
-                f.backend.name(),
-                si(f.ops_per_second()),
-                f.ns_per_op,
-                f.evictions_per_admission,
-                f.hit_units_per_admission,
-                f.rest_ns_per_admission
+                "\nadmission: queue of {} waiting, {} admissions per run, median of {} runs",
+                o.queue, adm.ops, o.repeats
             );
+            let _ = writeln!(
+                s,
+                "  {:<9} {:>14} {:>14} {:>14} {:>12} {:>17}",
+                "backend",
+                "admissions/s",
+                "ns/admission",
+                "evict/admission",
+                "hit units/adm",
+                "ns grow+release"
+            );
+            for f in &adm.figures {
+                let _ = writeln!(
+                    s,
+                    "  {:<9} {:>14} {:>14.1} {:>14.2} {:>12.1} {:>17.1}",
+                    f.backend.name(),
+                    si(f.ops_per_second()),
+                    f.ns_per_op,
+                    f.evictions_per_admission,
+                    f.hit_units_per_admission,
+                    f.rest_ns_per_admission
+                );
+            }
         }
-        let e = &self.eviction_shape;
-        let _ = writeln!(
-            s,
-            "\neviction: {} entries of {} blocks, rounds of {} admissions of {} fresh blocks, \
-             {} evictions per run, median of {} runs",
-            o.queue, EVICT_BLOCKS, e.batch, EVICT_BLOCKS, self.eviction.ops, o.repeats
-        );
-        let _ = writeln!(
-            s,
-            "  {:<9} {:>14} {:>14}",
-            "backend", "evictions/s", "ns/eviction"
-        );
-        for f in &self.eviction.figures {
+        if let Some(ev) = &self.eviction {
+            let e = &self.eviction_shape;
             let _ = writeln!(
                 s,
-                "  {:<9} {:>14} {:>14.1}",
-                f.backend.name(),
-                si(f.ops_per_second()),
-                f.ns_per_op
+                "\neviction: {} entries of {} blocks, rounds of {} admissions of {} fresh blocks, \
+             {} evictions per run, median of {} runs",
+                o.queue, EVICT_BLOCKS, e.batch, EVICT_BLOCKS, ev.ops, o.repeats
             );
+            let _ = writeln!(
+                s,
+                "  {:<9} {:>14} {:>14}",
+                "backend", "evictions/s", "ns/eviction"
+            );
+            for f in &ev.figures {
+                let _ = writeln!(
+                    s,
+                    "  {:<9} {:>14} {:>14.1}",
+                    f.backend.name(),
+                    si(f.ops_per_second()),
+                    f.ns_per_op
+                );
+            }
         }
         if let Some(scan) = &self.scan {
             let _ = writeln!(
@@ -1891,11 +1928,15 @@ impl Report {
             "\nratios of time per operation (median over runs of the ratio within a run; \
              backends interleaved in this process):"
         );
-        let mut phases = vec![("admission", &self.admission), ("eviction", &self.eviction)];
-        if let Some(scan) = &self.scan {
-            phases.push(("scan", scan));
-        }
-        for (name, ph) in phases {
+        let phases = [
+            ("admission", &self.admission),
+            ("eviction", &self.eviction),
+            ("scan", &self.scan),
+        ];
+        for (name, ph) in phases
+            .iter()
+            .filter_map(|(n, p)| p.as_ref().map(|p| (n, p)))
+        {
             let _ = writeln!(
                 s,
                 "  {:<9} interp/compiled {:>7}   compiled/rust {:>6}",
@@ -1910,11 +1951,10 @@ impl Report {
                 "note: `queue fifo` and `evict lru` have no policy code: every backend runs \
                  the same engine path, so these ratios show the measurement's noise"
             );
-        } else if self
-            .admission
-            .figures
+        } else if [&self.admission, &self.eviction, &self.scan]
             .iter()
-            .all(|f| f.backend != Backend::Rust)
+            .filter_map(|p| p.as_ref())
+            .all(|p| p.figures.iter().all(|f| f.backend != Backend::Rust))
         {
             let _ = writeln!(
                 s,
@@ -1960,8 +2000,9 @@ impl Report {
             })
         }
         let o = &self.options;
-        let per = |p: &PhaseReport, b| {
-            p.figures
+        let per = |p: &Option<PhaseReport>, b| {
+            p.as_ref()?
+                .figures
                 .iter()
                 .find(|f| f.backend == b)
                 .map(|f| f.ops_per_second())
@@ -1985,15 +2026,18 @@ impl Report {
             "prefix_blocks": self.admission_shape.prefix_blocks,
             "admissions_per_s": per(&self.admission, Backend::Compiled),
             "evictions_per_s": per(&self.eviction, Backend::Compiled),
-            "ns_per_admission": self.admission.figures.first().map(|f| f.ns_per_op),
+            "ns_per_admission": self
+                .admission
+                .as_ref()
+                .and_then(|a| a.figures.first().map(|f| f.ns_per_op)),
             "compile_us": {
                 "check_cold": self.compile.check_cold_us,
                 "jit_cold": self.compile.jit_cold_us,
                 "check_warm": self.compile.check_warm_us,
                 "jit_warm": self.compile.jit_warm_us,
             },
-            "admission": phase(&self.admission, "admission"),
-            "eviction": phase(&self.eviction, "eviction"),
+            "admission": self.admission.as_ref().map(|p| phase(p, "admission")),
+            "eviction": self.eviction.as_ref().map(|p| phase(p, "eviction")),
             "scan": self.scan.as_ref().map(|s| phase(s, "scan")),
         })
     }

@@ -150,6 +150,15 @@ fn unknown_keys_have_no_rust_backend_but_still_report() {
 }
 
 #[test]
+fn phase_runs_only_the_phases_asked_for() {
+    let r = json(&["--phase", "admission", "--blocks", "2"]);
+    assert_eq!(r["max_blocks"], 2);
+    positive(&r["admissions_per_s"], "admissions_per_s");
+    assert!(r["eviction"].is_null() && r["evictions_per_s"].is_null());
+    assert!(r["scan"].is_null());
+}
+
+#[test]
 fn bad_arguments_are_clear_errors() {
     let o = bench(&["--pool", "nope"]);
     assert_eq!(o.status.code(), Some(1));

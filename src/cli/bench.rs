@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use poolc::bench::{self, Options};
+use poolc::bench::{self, Options, Phases};
 use poolc::ir::PoolId;
 
 use super::{SetArgs, fail, report};
@@ -47,11 +47,24 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = bench::MAX_HOLD_BLOCKS, value_name = "N",
           value_parser = clap::value_parser!(u64).range(1..=bench::MAX_HOLD_BLOCKS))]
     blocks: u64,
+    /// Run only these phases (repeat, or separate with commas; default: all).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PHASE")]
+    phase: Vec<PhaseArg>,
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     set: SetArgs,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PhaseArg {
+    /// Enqueue and admit with the queue held at its length.
+    Admission,
+    /// Admit fresh holds into a full cache.
+    Eviction,
+    /// The queue's select alone, when the engine scans it.
+    Scan,
 }
 
 fn parse_share(s: &str) -> Result<f64, String> {
@@ -111,6 +124,15 @@ pub fn run(args: BenchArgs) -> ExitCode {
         seed: args.seed,
         share: args.share,
         max_blocks: args.blocks,
+        phases: if args.phase.is_empty() {
+            Phases::default()
+        } else {
+            Phases {
+                admission: args.phase.contains(&PhaseArg::Admission),
+                eviction: args.phase.contains(&PhaseArg::Eviction),
+                scan: args.phase.contains(&PhaseArg::Scan),
+            }
+        },
     };
     let result = bench::run(
         &spec_path.display().to_string(),
