@@ -11,6 +11,7 @@
 //! a host breaking the [`Env`] contract, with a message.
 
 use std::collections::VecDeque;
+use std::collections::hash_map::Entry as MapEntry;
 
 use crate::cache::{Entry, NIL, Store};
 use crate::config::{
@@ -593,9 +594,13 @@ impl Pool {
         env: &E,
     ) -> Result<Enqueued, Error> {
         self.check_time(now)?;
-        if self.holder_of.contains_key(&session) || self.waiting.contains_key(&session) {
+        if self.holder_of.contains_key(&session) {
             return Err(Error::AlreadyInPool(session));
         }
+        // One probe of the waiting set both checks it and keeps the place to insert.
+        let MapEntry::Vacant(vacant) = self.waiting.entry(session) else {
+            return Err(Error::AlreadyInPool(session));
+        };
         if header.chain.full_blocks(self.block) >= u64::from(NIL) {
             return Err(Error::TooManyBlocks(session));
         }
@@ -608,7 +613,7 @@ impl Pool {
             return Ok(Enqueued::Rejected);
         }
         let slot = self.queue.push(session, header, now);
-        self.waiting.insert(session, slot);
+        vacant.insert(slot);
         if self.queue.is_indexed() {
             self.file_keys(slot, env);
         }
