@@ -26,7 +26,7 @@ pub struct BenchArgs {
     /// Holds kept waiting while admitting; also the cache entries of the eviction
     /// phase and the rows of the scan.
     #[arg(long, default_value_t = 1000, value_name = "N",
-          value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     queue: u64,
     /// Admissions (and evictions) measured per run and backend.
     #[arg(long, default_value_t = 20_000, value_name = "N",
