@@ -9,57 +9,16 @@
 //! interpreter backend is left out: the reference interpreter builds a key vector
 //! per row by design.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use poolc::bench::{
     Backend, Backends, Driver, EngineMember, Meter, Phase, Stream, StreamShape, Wall, pool_config,
 };
 use poolrt::{Limit, Pool, Units};
 
-struct Counting;
-
-thread_local! {
-    static ON: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note() {
-    if ON.with(|on| on.get()) {
-        ALLOCS.with(|n| n.set(n.get() + 1));
-    }
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counters are
-// const-initialised thread-locals without destructors, so touching them never
-// allocates or re-enters the allocator.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's pointer and layout.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note();
-        // SAFETY: forwarded with the caller's layout.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note();
-        // SAFETY: forwarded with the caller's arguments.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+#[path = "../runtime/tests/counting_alloc/mod.rs"]
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 /// A meter that counts allocations instead of time.
 #[derive(Default)]
@@ -69,13 +28,12 @@ struct Allocations {
 
 impl Meter for Allocations {
     fn begin(&mut self) {
-        ALLOCS.with(|n| n.set(0));
-        ON.with(|on| on.set(true));
+        counting_alloc::start();
     }
 
     fn end(&mut self) -> u64 {
-        ON.with(|on| on.set(false));
-        self.total += ALLOCS.with(|n| n.get());
+        counting_alloc::stop();
+        self.total += counting_alloc::counted();
         0
     }
 }
