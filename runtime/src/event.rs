@@ -43,6 +43,22 @@ pub enum Event {
         units: Units,
         work: f64,
     },
+    /// R12 tier hit: the hold just admitted (logged right after its `Admit`) loads
+    /// `units` from the tier, putting `work` on the link (as `Notice::TierLoad`).
+    TierLoad {
+        session: SessionId,
+        units: Units,
+        work: f64,
+    },
+    /// R12, the tier side: a spilled block (`units`, one block) was written here and
+    /// joined `entry` of the cache (after the evictions that made room for it). Not
+    /// logged for a duplicate key or a pool with no room.
+    Store {
+        entry: EntryId,
+        session: SessionId,
+        key: BlockKey,
+        units: Units,
+    },
 }
 
 /// One logged event with the pool's state right after it.
@@ -130,6 +146,11 @@ impl Counters {
             Event::Evict { .. } => self.evictions += 1,
             Event::Release { .. } => self.releases += 1,
             Event::Spill { .. } => self.spills += 1,
+            Event::TierLoad { units, .. } => {
+                self.tier_loads += 1;
+                self.tier_load_units += units.0;
+            }
+            Event::Store { .. } => self.stored += 1,
         }
     }
 }

@@ -730,8 +730,15 @@ impl Pool {
         self.store.register(b, key);
         self.store.unref(b);
         self.store.push_head(slot, b);
-        self.counters.stored += 1;
-        Ok(Stored::Stored(self.store.entry(slot).id))
+        let entry = self.store.entry(slot).id;
+        let units = Units(self.block);
+        self.record(Event::Store {
+            entry,
+            session,
+            key,
+            units,
+        });
+        Ok(Stored::Stored(entry))
     }
 
     /// Tells an indexed queue that a waiting session's attributes changed, so that
@@ -1038,14 +1045,18 @@ impl Pool {
         {
             let units = Units(loaded * block);
             let work = load_work(sp, &mut self.scratch, session, units, self.now, env);
-            self.counters.tier_loads += 1;
-            self.counters.tier_load_units += units.0;
+            let (tier, link) = (sp.tier, sp.link);
+            self.record(Event::TierLoad {
+                session,
+                units,
+                work,
+            });
             self.notices.push(Notice::TierLoad {
                 session,
                 units,
                 work,
-                tier: sp.tier,
-                link: sp.link,
+                tier,
+                link,
             });
         }
         Ok(Admission::Admitted {

@@ -11,8 +11,8 @@ use poolrt::config::{Input, Layout, SpillPolicy};
 use poolrt::host::{HostConfig, PoolDecl, PoolMember};
 use poolrt::policy::{CodeHandle, Shape, SpillFns};
 use poolrt::{
-    BlockKey, Env, Limit, Pool, PoolConfig, PoolRef, Query, RunId, SessionId, StageRef, Stored,
-    Units,
+    BlockKey, EntryId, Env, Event, Limit, Pool, PoolConfig, PoolRef, Query, RunId, SessionId,
+    StageRef, Stored, Units,
 };
 use serde_json::{Value, json};
 
@@ -118,7 +118,7 @@ fn r12_r17_spills_take_link_time_and_a_tier_hit_waits_for_its_load() {
             json!([10.0, [2, 7], 4.0]),
         ]
     );
-    let hit = events(&lines, "tier_hit");
+    let hit = events(&lines, "tier_load");
     assert_eq!(
         (hit.len(), &hit[0]["t"], &hit[0]["units"], &hit[0]["work"]),
         (1, &json!(6.0), &json!(4), &json!(4.0))
@@ -156,6 +156,71 @@ fn r12_r17_spills_take_link_time_and_a_tier_hit_waits_for_its_load() {
         (l.name.as_str(), l.writes, l.loads, l.busy_seconds),
         ("pcie", 4, 1, 10.0)
     );
+}
+
+#[test]
+fn r12_a_tier_hit_logs_tier_load_and_a_completed_write_logs_store_in_the_tier() {
+    // The replay above. kv (3 blocks of 4) and host (100 blocks of 4), state after
+    // each event as `allocated, cached, queued`:
+    // t6: s2 is admitted in kv with no hit there (units 4: only its tier hit is
+    //     allocated before the load; s1's tail (2,11) is evicted for it), so kv
+    //     holds 4 allocated and s1's other 2 blocks cached, 8; nothing waits. The
+    //     tier hit is one block, 4 units, loaded with `units` = 4 at rate 2: work 4.
+    // The four writes join host one block (4 units) each, never allocated, nothing
+    // queued there: cached 4, 8, 12, 16; s0's blocks in entry 0, s1's in entry 1.
+    let w = workload(vec![
+        sess(0.0, 8, 1, &[(1, 8)]),
+        sess(1.0, 12, 1, &[(2, 12)]),
+        sess(6.0, 8, 1, &[(1, 8)]),
+    ]);
+    let (r, _, lines) = run(tiered(), &w);
+    let state = |l: &Value| json!([l["allocated"], l["cached"], l["queued"]]);
+    let loads: Vec<Value> = events(&lines, "tier_load")
+        .iter()
+        .map(|l| {
+            json!([
+                l["t"],
+                l["pool"],
+                l["session"],
+                l["units"],
+                l["work"],
+                state(l)
+            ])
+        })
+        .collect();
+    assert_eq!(loads, [json!([6.0, "kv", 2, 4, 4.0, [4, 8, 0]])]);
+    // Logged right after its Admit, like a Spill after its Evict.
+    let at = lines.iter().position(|l| l["ev"] == "tier_load").unwrap();
+    assert_eq!(
+        (&lines[at - 1]["ev"], &lines[at - 1]["session"]),
+        (&json!("admit"), &json!(2))
+    );
+    let stores: Vec<Value> = events(&lines, "store")
+        .iter()
+        .map(|l| {
+            json!([
+                l["t"],
+                l["pool"],
+                l["session"],
+                l["entry"],
+                l["key"],
+                l["units"],
+                state(l)
+            ])
+        })
+        .collect();
+    assert_eq!(
+        stores,
+        [
+            json!([3.0, "host", 0, 0, [1, 7], 4, [0, 4, 0]]),
+            json!([5.0, "host", 0, 0, [1, 3], 4, [0, 8, 0]]),
+            json!([8.0, "host", 1, 1, [2, 11], 4, [0, 12, 0]]),
+            json!([12.0, "host", 1, 1, [2, 7], 4, [0, 16, 0]]),
+        ]
+    );
+    // One line per store: the host adds none of its own for a stored block.
+    assert_eq!(r.pools[0].stored, 4);
+    assert_eq!((r.pools[1].tier_loads, r.pools[1].tier_load_units), (1, 4));
 }
 
 #[test]
@@ -253,4 +318,61 @@ fn r12_tier_entries_keep_release_time_order_and_gather_by_session() {
         (1, vec![key(4, 0), key(4, 1)])
     );
     assert_eq!(tier.counters().stored, 2);
+}
+
+#[test]
+fn r12_accept_spill_logs_store_after_the_evictions_that_made_room() {
+    // A tier of 2 blocks of 4. Two stores fill it (cached 4, then 8); a duplicate logs
+    // nothing; a third block first evicts the oldest entry's block (s1's, cached 4)
+    // and then is stored (cached 8) in a new entry, id 2.
+    let mut tier = Pool::new(PoolConfig {
+        cap: Limit::Finite(Units(8)),
+        block: Units(4),
+        ..PoolConfig::default()
+    })
+    .unwrap();
+    tier.set_logging(true);
+    let env = NoEnv;
+    tier.accept_spill(1.0, SessionId(1), key(1, 0), 0.5, &env)
+        .unwrap();
+    tier.accept_spill(2.0, SessionId(2), key(2, 0), 1.5, &env)
+        .unwrap();
+    assert_eq!(
+        tier.accept_spill(2.0, SessionId(2), key(2, 0), 1.5, &env)
+            .unwrap(),
+        Stored::Duplicate
+    );
+    tier.accept_spill(3.0, SessionId(3), key(3, 0), 2.5, &env)
+        .unwrap();
+    let log: Vec<(Event, u64, u64, usize)> = tier
+        .log()
+        .iter()
+        .map(|r| (r.event.clone(), r.allocated.0, r.cached.0, r.queued))
+        .collect();
+    let store = |entry: u64, s: u64, k: BlockKey| Event::Store {
+        entry: EntryId(entry),
+        session: SessionId(s),
+        key: k,
+        units: Units(4),
+    };
+    assert_eq!(
+        log,
+        [
+            (store(0, 1, key(1, 0)), 0, 4, 0),
+            (store(1, 2, key(2, 0)), 0, 8, 0),
+            (
+                Event::Evict {
+                    entry: EntryId(0),
+                    session: SessionId(1),
+                    key: key(1, 0),
+                    units: Units(4),
+                },
+                0,
+                4,
+                0
+            ),
+            (store(2, 3, key(3, 0)), 0, 8, 0),
+        ]
+    );
+    assert_eq!(tier.counters().stored, 3);
 }

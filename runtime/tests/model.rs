@@ -289,6 +289,10 @@ impl Seen {
             Event::Release { cached, .. } if cached.0 > 0 => "release caching",
             Event::Release { .. } => "release",
             Event::Spill { .. } => "spill",
+            // The model drives no tier (no tier hit, no accept_spill), so these never
+            // occur; counting them keeps the coverage table honest if they ever do.
+            Event::TierLoad { .. } => "tier-load",
+            Event::Store { .. } => "store",
         };
         *self.kinds.entry(kind).or_insert(0) += 1;
     }

@@ -147,6 +147,28 @@ impl<'a> EventLine<'a> {
                 line.units = u(units);
                 line.work = Some(*work);
             }
+            Event::TierLoad {
+                session,
+                units,
+                work,
+            } => {
+                line.ev = "tier_load";
+                line.session = session.0;
+                line.units = u(units);
+                line.work = Some(*work);
+            }
+            Event::Store {
+                entry,
+                session,
+                key: k,
+                units,
+            } => {
+                line.ev = "store";
+                line.session = session.0;
+                line.entry = Some(entry.0);
+                line.key = key(k);
+                line.units = u(units);
+            }
         }
         line
     }

@@ -1287,10 +1287,7 @@ impl Host {
             x.loading = true;
             x.load_gen = x.load_gen.wrapping_add(1);
             let gen_ = x.load_gen;
-            self.host_line(io, p, "tier_hit", session, |l| {
-                l.units = Some(units);
-                l.work = Some(work);
-            })?;
+            // The pool logged the load as its `tier_load` event (written by after_op).
             let l = self.info[pi].link.expect("a pool with a tier hit spills");
             self.submit(
                 p,
@@ -1496,15 +1493,18 @@ impl Host {
                     .accept_spill(self.now, session, key, last, &self.shared)
                     .map_err(self.engine(tier))?;
                 self.after_op(tier, io)?;
-                let (ev, entry) = match r {
-                    Stored::Stored(e) => ("store", Some(e.0)),
-                    Stored::Duplicate => ("store_duplicate", None),
-                    Stored::NoRoom => ("store_no_room", None),
+                // A stored block is the tier's own `store` event (written by after_op);
+                // the host only tells the writes that changed nothing.
+                let ev = match r {
+                    Stored::Stored(_) => None,
+                    Stored::Duplicate => Some("store_duplicate"),
+                    Stored::NoRoom => Some("store_no_room"),
                 };
-                self.host_line(io, tier, ev, session, |line| {
-                    line.key = Some((key.run.0, key.offset));
-                    line.entry = entry;
-                })?;
+                if let Some(ev) = ev {
+                    self.host_line(io, tier, ev, session, |line| {
+                        line.key = Some((key.run.0, key.offset));
+                    })?;
+                }
             }
             JobKind::Load {
                 session,
