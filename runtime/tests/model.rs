@@ -5,7 +5,10 @@
 //! eviction, `preempt none` and `lifo`, blocks of 1, 4 and 16 units. After every
 //! operation both must return the same result, log the same events with the same
 //! `allocated`/`cached`/`queued`, report the same notices, holders, waiting order and
-//! cache entries, and keep R1.
+//! cache entries, and keep R1. A spilling pool may have a tier: a second pool (and a
+//! second model) that receives each spilled block by `accept_spill`, when the write
+//! completes (right after the operation, or at a later `WriteDone`), compared the
+//! same way.
 
 mod common;
 mod naive;
@@ -13,11 +16,12 @@ mod naive;
 use common::*;
 use naive::{NHold, Naive, NaiveConfig};
 use poolrt::{
-    Event, EvictPolicy, Header, Limit, Pool, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy,
-    SessionId, Units,
+    BlockKey, Event, EvictPolicy, Header, Limit, Notice, Pool, PoolConfig, PoolRef, Preempt,
+    QueueIndex, QueuePolicy, SessionId, Units,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
+use std::collections::VecDeque;
 
 /// The shared content: run id → (length in base units, parent run). A chain is a
 /// path from a root, so a run id always has the same position, length and
@@ -68,6 +72,8 @@ enum Op {
     },
     End(u8),
     Advance(u8),
+    /// The link completes the oldest pending spill writes (1 to 3 of them).
+    WriteDone(u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -102,6 +108,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::RetryGrows),
         1 => (any::<u8>(), 0u8..4, any::<bool>())
             .prop_map(|(pick, adj, last_token)| Op::Revise { pick, adj, last_token }),
+        2 => (0u8..3).prop_map(Op::WriteDone),
     ]
 }
 
@@ -139,6 +146,35 @@ struct Setup {
     /// `None`: no spill; `Some(always)`: spill with `size >= 8` or an always-true
     /// (NaN) predicate.
     spill: Option<bool>,
+    /// The pool the spills go to, if one is modelled (only a spilling pool's).
+    tier: Option<TierSetup>,
+}
+
+#[derive(Clone, Debug)]
+struct TierSetup {
+    /// Units; below one block it can store nothing (`NoRoom`).
+    cap: Option<u64>,
+    /// Lru, Mru or AllNan: keys that read no session attributes (a tier entry's
+    /// session need not be a live one), AllNan leaving the order to the tier's
+    /// release order, where entries are placed by their blocks' release time.
+    evict: EvictKind,
+    /// Every write completes right after the operation that spilled it; else only
+    /// at `WriteDone`, so later spills and evictions happen in between.
+    immediate: bool,
+}
+
+/// (cap as (blocks, remainder), eviction, immediate), the cap scaled by the block
+/// size as the source pool's is.
+fn tier_setup() -> impl Strategy<Value = (Option<(u64, u64)>, EvictKind, bool)> {
+    (
+        proptest::option::weighted(0.9, (0u64..10, 0u64..16)),
+        prop_oneof![
+            Just(EvictKind::Lru),
+            Just(EvictKind::Mru),
+            Just(EvictKind::AllNan)
+        ],
+        any::<bool>(),
+    )
 }
 
 fn setup() -> impl Strategy<Value = Setup> {
@@ -164,9 +200,10 @@ fn setup() -> impl Strategy<Value = Setup> {
         any::<bool>(),
         any::<bool>(),
         proptest::option::of(any::<bool>()),
+        proptest::option::weighted(0.7, tier_setup()),
     )
         .prop_map(
-            |((block, scale), cap, queue, evict, lifo, scan, spill)| Setup {
+            |((block, scale), cap, queue, evict, lifo, scan, spill, tier)| Setup {
                 block,
                 scale,
                 cap: cap.map(|(blocks, rem)| blocks * block + rem % block),
@@ -174,12 +211,21 @@ fn setup() -> impl Strategy<Value = Setup> {
                 evict,
                 lifo,
                 scan,
+                tier: tier
+                    .filter(|_| spill.is_some())
+                    .map(|(cap, evict, immediate)| TierSetup {
+                        cap: cap.map(|(blocks, rem)| blocks * block + rem % block),
+                        evict,
+                        immediate,
+                    }),
                 spill,
             },
         )
 }
 
 const ME: PoolRef = PoolRef { pool: 0, member: 0 };
+/// Where common::spill_policy spills.
+const TIER: PoolRef = PoolRef { pool: 1, member: 0 };
 
 fn queue_policy(k: QueueKind) -> QueuePolicy {
     match k {
@@ -248,6 +294,33 @@ fn build(setup: &Setup) -> (Pool, Naive) {
     (pool, naive)
 }
 
+fn build_tier(block: u64, t: &TierSetup) -> (Pool, Naive) {
+    let evict = evict_policy(t.evict);
+    let naive_evict = match &evict {
+        EvictPolicy::Lru => None,
+        EvictPolicy::By { keys, layout } => Some((keys.clone(), layout.clone())),
+    };
+    let mut pool = Pool::new(PoolConfig {
+        me: TIER,
+        cap: t.cap.map_or(Limit::Unbounded, |c| Limit::Finite(Units(c))),
+        block: Units(block),
+        evict,
+        ..PoolConfig::default()
+    })
+    .expect("valid tier config");
+    pool.set_logging(true);
+    let naive = Naive::new(NaiveConfig {
+        me: TIER,
+        cap: t.cap,
+        block,
+        queue: None,
+        evict: naive_evict,
+        lifo: false,
+        spill: None,
+    });
+    (pool, naive)
+}
+
 /// What the driver remembers about a session: its content, to enqueue it again.
 #[derive(Clone, Debug)]
 struct Known {
@@ -266,6 +339,10 @@ struct Driver {
     seen: Seen,
     /// Every record the engine logged.
     full_log: Vec<poolrt::Record>,
+    /// The tier pool and its model, when the setup has one.
+    tier: Option<(Pool, Naive)>,
+    /// Spill writes on the link, oldest first: (session, key, release time).
+    writes: VecDeque<(SessionId, BlockKey, f64)>,
 }
 
 /// How often each kind of event was seen: the generator's coverage.
@@ -289,8 +366,8 @@ impl Seen {
             Event::Release { cached, .. } if cached.0 > 0 => "release caching",
             Event::Release { .. } => "release",
             Event::Spill { .. } => "spill",
-            // The model drives no tier (no tier hit, no accept_spill), so these never
-            // occur; counting them keeps the coverage table honest if they ever do.
+            // The model drives no tier hit (no admit_next_tiered), so this never
+            // occurs; counting it keeps the coverage table honest if it ever does.
             Event::TierLoad { .. } => "tier-load",
             Event::Store { .. } => "store",
         };
@@ -316,6 +393,7 @@ fn eq<T: PartialEq + std::fmt::Debug>(what: &str, fast: T, slow: T) -> Result<()
 impl Driver {
     fn new(setup: Setup) -> Driver {
         let (pool, naive) = build(&setup);
+        let tier = setup.tier.as_ref().map(|t| build_tier(setup.block, t));
         // Every fifth session is not a resident of the (imagined) step stage.
         let env = TestEnv {
             non_residents: (0..1000).filter(|i| i % 5 == 4).map(SessionId).collect(),
@@ -331,6 +409,8 @@ impl Driver {
             next: 0,
             seen: Seen::default(),
             full_log: Vec::new(),
+            tier,
+            writes: VecDeque::new(),
         }
     }
 
@@ -549,8 +629,69 @@ impl Driver {
             Op::Advance(step) => {
                 self.now += [0.0, 0.5, 1.0, 2.0, 3.5][step as usize];
             }
+            Op::WriteDone(n) => {
+                self.complete_writes(n as usize + 1)?;
+            }
         }
-        self.compare()
+        self.compare()?;
+        if self.setup.tier.as_ref().is_some_and(|t| t.immediate) {
+            self.complete_writes(self.writes.len())?;
+        }
+        Ok(())
+    }
+
+    /// The link completes the `n` oldest writes (a link serves first come, first
+    /// served): each block is handed to the tier and its model at the current time.
+    fn complete_writes(&mut self, n: usize) -> Result<(), TestCaseError> {
+        for _ in 0..n.min(self.writes.len()) {
+            let (session, key, last) = self.writes.pop_front().expect("a pending write");
+            let (tp, tn) = self.tier.as_mut().expect("writes only with a tier");
+            let fast = tp.accept_spill(self.now, session, key, last, &self.env);
+            let slow = tn.accept_spill(self.now, session, key, last, &self.env);
+            eq("accept_spill result", &fast, &slow)?;
+            // The writes that store nothing have no event; count them for coverage.
+            let outcome = match fast {
+                Ok(poolrt::Stored::Duplicate) => Some("store duplicate"),
+                Ok(poolrt::Stored::NoRoom) => Some("store no room"),
+                _ => None,
+            };
+            if let Some(kind) = outcome {
+                *self.seen.kinds.entry(kind).or_insert(0) += 1;
+            }
+            eq("tier notices", tp.notices(), &tn.notices[..])?;
+            self.compare_tier()?;
+        }
+        Ok(())
+    }
+
+    /// The tier against its model: R1 on both, the same log and state.
+    fn compare_tier(&mut self) -> Result<(), TestCaseError> {
+        let Some((tp, tn)) = self.tier.as_mut() else {
+            return Ok(());
+        };
+        tp.check().map_err(TestCaseError::fail)?;
+        tn.check_r1().map_err(TestCaseError::fail)?;
+        let fast_log = tp.take_log();
+        for r in &fast_log {
+            // Kept apart from the source pool's evictions, to see the tier evict.
+            if matches!(r.event, Event::Evict { .. }) {
+                *self.seen.kinds.entry("tier evict").or_insert(0) += 1;
+            } else {
+                self.seen.count(&r.event);
+            }
+        }
+        let slow_log = std::mem::take(&mut tn.log);
+        eq("tier event logs", &fast_log, &slow_log)?;
+        eq("tier allocated", tp.allocated(), tn.allocated())?;
+        eq("tier cached", tp.cached(), tn.cached())?;
+        eq("tier queued", tp.queued(), tn.queued())?;
+        let entries: Vec<_> = tp
+            .entries()
+            .into_iter()
+            .map(|e| (e.id.0, e.session, e.last, e.keys))
+            .collect();
+        eq("tier entries", entries, tn.entries())?;
+        Ok(())
     }
 
     fn compare(&mut self) -> Result<(), TestCaseError> {
@@ -562,6 +703,27 @@ impl Driver {
         }
         let slow_log = std::mem::take(&mut self.naive.log);
         eq("event logs", &fast_log, &slow_log)?;
+        // The writes this operation started: one Spill notice per Spill event (the
+        // notices of an operation that logged nothing may be an earlier one's).
+        let spilled = fast_log
+            .iter()
+            .filter(|r| matches!(r.event, Event::Spill { .. }))
+            .count();
+        if self.tier.is_some() && spilled > 0 {
+            let started: Vec<_> = self
+                .pool
+                .notices()
+                .iter()
+                .filter_map(|n| match *n {
+                    Notice::Spill {
+                        session, key, last, ..
+                    } => Some((session, key, last)),
+                    _ => None,
+                })
+                .collect();
+            eq("spill notices per spill event", started.len(), spilled)?;
+            self.writes.extend(started);
+        }
         self.full_log.extend(fast_log);
         eq("allocated", self.pool.allocated(), self.naive.allocated())?;
         eq("cached", self.pool.cached(), self.naive.cached())?;
@@ -604,7 +766,7 @@ impl Driver {
             self.pool.holders(),
             self.naive.holders().len(),
         )?;
-        Ok(())
+        self.compare_tier()
     }
 }
 
@@ -703,11 +865,19 @@ fn the_generator_reaches_every_event() {
         "release",
         "release caching",
         "spill",
+        "store",
+        "tier evict",
     ] {
         let n = seen.kinds.get(kind).copied().unwrap_or(0);
         assert!(
             n >= 20,
             "only {n} `{kind}` events in 300 sequences: {seen:?}"
         );
+    }
+    // A write that stores nothing needs a key written twice before the tier evicts
+    // it, or a tier cap below one block: rarer, but each path must be reached.
+    for kind in ["store duplicate", "store no room"] {
+        let n = seen.kinds.get(kind).copied().unwrap_or(0);
+        assert!(n >= 1, "no `{kind}` in 300 sequences: {seen:?}");
     }
 }

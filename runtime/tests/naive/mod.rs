@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use poolrt::policy::KeyList;
 use poolrt::{
     Admission, BlockKey, Enqueued, EntryId, Env, Error, Event, Grown, Input, Layout, Notice,
-    PoolRef, Query, QueryKind, Record, RunId, SessionId, Target, Units,
+    PoolRef, Query, QueryKind, Record, RunId, SessionId, Stored, Target, Units,
 };
 
 /// What the model is configured with (a mirror of `PoolConfig`).
@@ -892,6 +892,78 @@ impl Naive {
     }
 
     // ----- views for the comparison --------------------------------------------------
+
+    /// R12, the tier side (docs/HOST.md "Links and tiers"): a written block joins
+    /// the newest entry with the same session and release time, at its head (an
+    /// entry is spilled tail first), else a new entry placed in release order by
+    /// that release time (ties by entry number, so after every entry released at
+    /// the same time or earlier). A key already here, held or cached, is not stored
+    /// twice; a cap below one block holds nothing. Room is made by this pool's own
+    /// eviction first, which may take the entry the block would have joined.
+    pub fn accept_spill<E: Env>(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        key: BlockKey,
+        last: f64,
+        env: &E,
+    ) -> Result<Stored, Error> {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        if self.blocks.iter().any(|b| b.alive && b.key == Some(key)) {
+            return Ok(Stored::Duplicate);
+        }
+        if self.cfg.cap.is_some_and(|c| c < self.cfg.block) {
+            return Ok(Stored::NoRoom);
+        }
+        self.make_room(1, env);
+        let x = self.blocks.len();
+        self.blocks.push(NBlock {
+            key: Some(key),
+            reg: self.next_reg,
+            holders: 0,
+            entry: None,
+            alive: true,
+        });
+        self.next_reg += 1;
+        let joined = (0..self.entries.len())
+            .filter(|&i| self.entries[i].session == session && self.entries[i].last == last)
+            .max_by_key(|&i| self.entries[i].id);
+        let id = match joined {
+            Some(i) => {
+                self.entries[i].blocks.insert(0, x);
+                self.entries[i].id
+            }
+            None => {
+                let id = self.next_entry;
+                self.next_entry += 1;
+                let at = self
+                    .entries
+                    .iter()
+                    .position(|e| e.last > last)
+                    .unwrap_or(self.entries.len());
+                self.entries.insert(
+                    at,
+                    NEntry {
+                        id,
+                        session,
+                        last,
+                        blocks: vec![x],
+                    },
+                );
+                id
+            }
+        };
+        self.blocks[x].entry = Some(id);
+        self.push_log(Event::Store {
+            entry: EntryId(id),
+            session,
+            key,
+            units: Units(self.cfg.block),
+        });
+        Ok(Stored::Stored(EntryId(id)))
+    }
 
     /// Entries in release order: (id, session, last, keys head first).
     pub fn entries(&self) -> Vec<(u64, SessionId, f64, Vec<BlockKey>)> {
