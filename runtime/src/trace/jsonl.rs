@@ -8,29 +8,12 @@
 use std::io::BufRead;
 
 use super::{
-    ChainCheck, SessionSpec, TraceError, Workload, check_session, number, numbered_lines, object,
-    run, short, whole,
+    SessionSpec, TraceError, Workload, number, object, read_json_lines, run, short, whole,
 };
 
 /// Reads our JSONL format; `file` names it in errors. Blank lines are skipped.
 pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
-    let mut w = Workload {
-        source: file.to_string(),
-        ..Workload::default()
-    };
-    let mut chains = ChainCheck::default();
-    for item in numbered_lines(reader, file) {
-        let (n, line) = item?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let err = |m: String| TraceError::new(file, n, m);
-        let s = row(&line, n, &mut w.fields).map_err(err)?;
-        check_session(&s, w.sessions.last().map(|p| p.arrival)).map_err(err)?;
-        chains.check(&s.runs, n).map_err(err)?;
-        w.sessions.push(s);
-    }
-    Ok(w)
+    read_json_lines(reader, file, |line, n, w| row(line, n, &mut w.fields))
 }
 
 fn row(line: &str, n: u64, fields: &mut Vec<String>) -> Result<SessionSpec, String> {

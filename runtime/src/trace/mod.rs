@@ -231,6 +231,33 @@ pub(crate) fn run(id: u64, len: u64) -> Result<Run, String> {
     })
 }
 
+/// The loop both JSON-lines readers share: skips blank lines, turns each line into a
+/// session with `row` (which may record what it learns in the workload), and checks
+/// arrival order and content chains, naming the file and line in every error.
+pub(crate) fn read_json_lines<R: BufRead>(
+    reader: R,
+    file: &str,
+    mut row: impl FnMut(&str, u64, &mut Workload) -> Result<SessionSpec, String>,
+) -> Result<Workload, TraceError> {
+    let mut w = Workload {
+        source: file.to_string(),
+        ..Workload::default()
+    };
+    let mut chains = ChainCheck::default();
+    for item in numbered_lines(reader, file) {
+        let (n, line) = item?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let err = |m: String| TraceError::new(file, n, m);
+        let s = row(&line, n, &mut w).map_err(err)?;
+        check_session(&s, w.sessions.last().map(|p| p.arrival)).map_err(err)?;
+        chains.check(&s.runs, n).map_err(err)?;
+        w.sessions.push(s);
+    }
+    Ok(w)
+}
+
 /// Checks arrival order and the common lengths of a session before it is added.
 pub(crate) fn check_session(s: &SessionSpec, previous_arrival: Option<f64>) -> Result<(), String> {
     if let Some(p) = previous_arrival

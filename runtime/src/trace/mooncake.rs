@@ -8,34 +8,15 @@
 
 use std::io::BufRead;
 
-use super::{
-    ChainCheck, SessionSpec, TraceError, Workload, check_session, number, numbered_lines, object,
-    run, whole,
-};
+use super::{SessionSpec, TraceError, Workload, number, object, read_json_lines, run, whole};
 
 /// Tokens per Mooncake hash block.
 pub const BLOCK_TOKENS: u64 = 512;
 
 /// Reads a Mooncake JSONL trace; `file` names it in errors. Blank lines are skipped.
 pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
-    let mut w = Workload {
-        source: file.to_string(),
-        ..Workload::default()
-    };
     let mut t0 = None;
-    let mut chains = ChainCheck::default();
-    for item in numbered_lines(reader, file) {
-        let (n, line) = item?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let err = |m: String| TraceError::new(file, n, m);
-        let s = row(&line, n, &mut t0).map_err(err)?;
-        check_session(&s, w.sessions.last().map(|p| p.arrival)).map_err(err)?;
-        chains.check(&s.runs, n).map_err(err)?;
-        w.sessions.push(s);
-    }
-    Ok(w)
+    read_json_lines(reader, file, |line, n, _| row(line, n, &mut t0))
 }
 
 fn row(line: &str, n: u64, t0: &mut Option<f64>) -> Result<SessionSpec, String> {
