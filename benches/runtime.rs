@@ -19,7 +19,7 @@ mod naive;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use naive::{NHold, Naive, NaiveConfig};
+use naive::{NHold, Naive, NaiveConfig, NaiveKeys, NaiveSpill};
 use poolc::bench::{
     BenchEnv, BenchError, Counts, Driver, EngineMember, HoldSpec, Member, Phase, Stream,
     StreamShape, Wall,
@@ -61,11 +61,11 @@ fn naive_err(e: poolrt::Error) -> BenchError {
 impl NaiveMember {
     fn new(c: PoolConfig) -> NaiveMember {
         let keyed = |q: QueuePolicy| match q {
-            QueuePolicy::By { keys, layout } => Some((keys, layout)),
+            QueuePolicy::By { keys, layout } => Some(NaiveKeys::compiled(keys, layout)),
             QueuePolicy::Fifo => None,
         };
         let evict = match c.evict {
-            EvictPolicy::By { keys, layout } => Some((keys, layout)),
+            EvictPolicy::By { keys, layout } => Some(NaiveKeys::compiled(keys, layout)),
             EvictPolicy::Lru => None,
         };
         NaiveMember {
@@ -79,7 +79,7 @@ impl NaiveMember {
                 queue: keyed(c.queue),
                 evict,
                 lifo: c.preempt == Preempt::Lifo,
-                spill: c.spill,
+                spill: c.spill.map(NaiveSpill::compiled),
             }),
             counts: Counts::default(),
         }

@@ -37,6 +37,10 @@ pub enum Error {
     /// The chain has 2^32 − 1 or more full blocks: more than one pool member can
     /// give identities to.
     TooManyBlocks(SessionId),
+    /// A tier whose entry keys read attributes was given a block of a session the
+    /// host no longer answers `Env::attrs` for, and it has no snapshot of that
+    /// session (it holds none of its entries): it could not order the entry (S3).
+    NoAttrs(SessionId),
 }
 
 impl fmt::Display for Error {
@@ -74,6 +78,11 @@ impl fmt::Display for Error {
             Error::TooManyBlocks(s) => write!(
                 f,
                 "session {s}: its chain has more full blocks than a pool can identify"
+            ),
+            Error::NoAttrs(s) => write!(
+                f,
+                "session {s} has ended and this tier holds no snapshot of its attributes; \
+                 the host must answer `Env::attrs` for it until its spilled blocks are stored"
             ),
         }
     }

@@ -131,6 +131,11 @@ impl Snapshots {
         !self.attrs.is_empty()
     }
 
+    /// Whether the session has entries here (and so a snapshot).
+    fn has(&self, session: SessionId) -> bool {
+        self.of.contains_key(&session)
+    }
+
     /// The snapshot slot of a session that is gaining an entry (one more reference).
     fn acquire(&mut self, session: SessionId) -> u32 {
         if !self.on() {
@@ -694,7 +699,10 @@ impl Pool {
     /// release time `last` (at its head: an entry's blocks are spilled tail first),
     /// or of a new entry placed in release order by `last`. Room is made first by
     /// this pool's own eviction, which may spill further. A key already here is not
-    /// stored twice.
+    /// stored twice. If the entry keys read attributes, the session's snapshot here
+    /// takes its current values (S3 in a tier, docs/RUNTIME.md); a session the host
+    /// no longer answers for and of which this pool holds no entry is
+    /// `Err(NoAttrs)`.
     pub fn accept_spill<E: Env + ?Sized>(
         &mut self,
         now: f64,
@@ -704,27 +712,36 @@ impl Pool {
         env: &E,
     ) -> Result<Stored, Error> {
         self.check_time(now)?;
+        let duplicate = self.store.lookup(&key).is_some();
+        let no_room = self.cap_blocks == Some(0);
+        let answers = env.attrs(session).is_some();
+        if !duplicate && !no_room && self.snaps.on() && !answers && !self.snaps.has(session) {
+            return Err(Error::NoAttrs(session));
+        }
         self.now = now;
         self.notices.clear();
-        if self.store.lookup(&key).is_some() {
+        if duplicate {
             return Ok(Stored::Duplicate);
         }
-        if self.cap_blocks == Some(0) {
+        if no_room {
             return Ok(Stored::NoRoom);
         }
+        // S3 in a tier: the snapshot is pinned before the eviction below, which may
+        // take the session's other entries here (and their snapshot with them), and
+        // takes the current values at every store the host still answers for.
+        let snap = self.snaps.acquire(session);
         // Evict before choosing the entry: the eviction may take the entry's last
         // block, and with it the entry.
         self.make_room(1, env);
+        if answers {
+            self.snaps.record(session, env);
+        }
         let slot = match self.store.find_entry(session, last) {
-            Some(slot) => slot,
-            None => {
-                let snap = self.snaps.acquire(session);
-                let slot = self.store.open_entry_sorted(session, last, snap);
-                if self.snaps.on() {
-                    self.snaps.record(session, env);
-                }
+            Some(slot) => {
+                self.snaps.release(snap, session);
                 slot
             }
+            None => self.store.open_entry_sorted(session, last, snap),
         };
         let b = self.store.alloc();
         self.store.register(b, key);

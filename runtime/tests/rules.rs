@@ -970,6 +970,99 @@ fn r12_a_nan_predicate_is_true() {
     assert!(matches!(ev[2], Event::Spill { work, .. } if work == 3.0));
 }
 
+#[test]
+fn r12_s3_a_tier_keys_an_ended_session_by_its_values_at_its_last_store() {
+    // A tier of 3 one-unit blocks, evict by (priority, last). s1's block A (the tail
+    // of an entry released at 1) is stored with s1 at priority 5, s2's block B (1.5)
+    // at priority 3. s1 drops to 0 and C, the block before A, is stored: it joins A's
+    // entry at its head, and the tier's snapshot of s1 is now 0. Both end (the host
+    // answers no more; s1's later 7 must not count). s3's blocks need room: the least
+    // key is s1's (0, 1), tail first (A, then C), then s2's B (3). Had the snapshot
+    // been taken only when the entry was opened, B (3) would go before s1's (5).
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(3)),
+        evict: evict_by_priority(),
+        ..PoolConfig::default()
+    });
+    w.env.set(1, &[5.0, 1.0]);
+    w.env.set(2, &[3.0, 2.0]);
+    let store = |w: &mut World, t: f64, s: u64, k: BlockKey, last: f64| {
+        let r = w.pool.accept_spill(t, SessionId(s), k, last, &w.env);
+        w.pool.check().unwrap();
+        r
+    };
+    let (a, b, c) = (key(1, 1), key(2, 0), key(1, 0));
+    store(&mut w, 3.0, 1, a, 1.0).unwrap();
+    store(&mut w, 3.0, 2, b, 1.5).unwrap();
+    w.env.set(1, &[0.0, 1.0]);
+    store(&mut w, 4.0, 1, c, 1.0).unwrap();
+    assert_eq!(w.pool.entries()[0].keys, [c, a]);
+    w.env.end(1);
+    w.env.end(2);
+    w.env.set(1, &[7.0, 1.0]);
+    w.env.set(3, &[9.0, 3.0]);
+    w.events();
+    for (i, k) in [key(4, 0), key(5, 0), key(6, 0)].into_iter().enumerate() {
+        store(&mut w, 5.0 + i as f64, 3, k, 5.0 + i as f64).unwrap();
+    }
+    let evicted: Vec<BlockKey> = w
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Evict { key, .. } => Some(key),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(evicted, [a, c, b]);
+}
+
+#[test]
+fn r12_s3_a_tier_refuses_a_block_of_a_session_it_cannot_key() {
+    // The same tier. s4 has ended and the tier holds nothing of it: with keys that
+    // read `priority` it could not order the entry, so the store is refused and
+    // changes nothing (no event, time not advanced). A duplicate key needs no
+    // ordering and is still `Duplicate`; an lru tier needs no attributes at all.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(3)),
+        evict: evict_by_priority(),
+        ..PoolConfig::default()
+    });
+    w.env.set(1, &[1.0, 1.0]);
+    w.pool
+        .accept_spill(2.0, SessionId(1), key(1, 0), 1.0, &w.env)
+        .unwrap();
+    w.env.end(1);
+    w.env.end(4);
+    w.events();
+    assert_eq!(
+        w.pool
+            .accept_spill(3.0, SessionId(4), key(4, 0), 2.5, &w.env),
+        Err(poolrt::Error::NoAttrs(SessionId(4)))
+    );
+    assert_eq!(
+        (w.events(), w.pool.cached(), w.pool.now()),
+        (vec![], Units(1), 2.0)
+    );
+    assert_eq!(
+        w.pool
+            .accept_spill(3.0, SessionId(4), key(1, 0), 2.5, &w.env),
+        Ok(poolrt::Stored::Duplicate)
+    );
+    // s1 ended too, but the tier holds its entry, and with it a snapshot.
+    assert!(matches!(
+        w.pool
+            .accept_spill(3.0, SessionId(1), key(1, 1), 1.0, &w.env),
+        Ok(poolrt::Stored::Stored(_))
+    ));
+    let mut lru = World::new(3, 1);
+    lru.env.end(4);
+    assert!(matches!(
+        lru.pool
+            .accept_spill(3.0, SessionId(4), key(4, 0), 2.5, &lru.env),
+        Ok(poolrt::Stored::Stored(_))
+    ));
+}
+
 // ----- R13 ------------------------------------------------------------------------
 
 #[test]

@@ -17,6 +17,8 @@ use poolrt::{Chain, Env, Header, Query, Run, RunId, SessionId, Units};
 pub struct TestEnv {
     pub attrs: BTreeMap<SessionId, Vec<f64>>,
     pub ended: BTreeSet<SessionId>,
+    /// Ended sessions the host still answers `attrs` for.
+    pub still_answers: BTreeSet<SessionId>,
     pub non_residents: BTreeSet<SessionId>,
 }
 
@@ -32,7 +34,7 @@ impl TestEnv {
 
 impl Env for TestEnv {
     fn attrs(&self, session: SessionId) -> Option<&[f64]> {
-        if self.ended.contains(&session) {
+        if self.ended.contains(&session) && !self.still_answers.contains(&session) {
             return None;
         }
         Some(self.attrs.get(&session).map_or(&[][..], |v| v.as_slice()))

@@ -1,32 +1,96 @@
 //! A deliberately naive reference model of one pool member, written from
 //! LANGUAGE.md §3 and the procedures of docs/RUNTIME.md, not from the engine: plain
 //! vectors, linear scans, every count recomputed from scratch, blocks never reused,
-//! keys compared one by one through `KeyList::key` with its own E5 order. It must stay
-//! obviously correct; it is allowed to be slow. It shares only the public value types
-//! (sessions, units, keys, events) with the engine.
+//! keys compared one by one with its own E5 order. Keys come as plain functions
+//! ([`NaiveKeys`]): the engine's own tests give it hand-written keys through
+//! `KeyList::key`, the compiler's tests give it `poolc::interp`. It must stay obviously
+//! correct; it is allowed to be slow. It shares only the public value types (sessions,
+//! units, keys, events, layouts) with the engine.
 
 #![allow(dead_code)]
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use poolrt::policy::KeyList;
 use poolrt::{
-    Admission, BlockKey, Enqueued, EntryId, Env, Error, Event, Grown, Input, Layout, Notice,
-    PoolRef, Query, QueryKind, Record, RunId, SessionId, Stored, Target, Units,
+    Admission, BlockKey, Enqueued, EntryId, Env, Error, Event, Grown, Hit, Input, Layout, Notice,
+    PoolRef, Query, QueryKind, Record, RunId, SessionId, SpillPolicy, StageRef, Stored, Target,
+    Units,
 };
 
+/// A key function `(key index, row, ctx) → value`.
+pub type KeyEval = Rc<dyn Fn(usize, &[f64], &[f64]) -> f64>;
+
+/// A key list as the model evaluates it: `count` keys, each by `eval`, on rows and
+/// contexts laid out by `layout`.
+#[derive(Clone)]
+pub struct NaiveKeys {
+    pub count: usize,
+    pub eval: KeyEval,
+    pub layout: Layout,
+}
+
+impl NaiveKeys {
+    /// A compiled key list, called one key at a time.
+    pub fn compiled(keys: KeyList, layout: Layout) -> NaiveKeys {
+        NaiveKeys {
+            count: keys.len(),
+            eval: Rc::new(move |k, row, ctx| keys.key(k, row, ctx)),
+            layout,
+        }
+    }
+}
+
+/// `spill T via L (work) when (pred)`: key 0 of `fns` is `pred`, key 1 `work`.
+#[derive(Clone)]
+pub struct NaiveSpill {
+    pub fns: NaiveKeys,
+    pub tier: PoolRef,
+    pub link: StageRef,
+}
+
+impl NaiveSpill {
+    pub fn compiled(sp: SpillPolicy) -> NaiveSpill {
+        let fns = sp.fns;
+        NaiveSpill {
+            fns: NaiveKeys {
+                count: 2,
+                eval: Rc::new(move |k, row, ctx| {
+                    if k == 0 {
+                        fns.pred(row, ctx)
+                    } else {
+                        fns.work(row, ctx)
+                    }
+                }),
+                layout: sp.layout,
+            },
+            tier: sp.tier,
+            link: sp.link,
+        }
+    }
+
+    fn pred(&self, row: &[f64], ctx: &[f64]) -> f64 {
+        (self.fns.eval)(0, row, ctx)
+    }
+
+    fn work(&self, row: &[f64], ctx: &[f64]) -> f64 {
+        (self.fns.eval)(1, row, ctx)
+    }
+}
+
 /// What the model is configured with (a mirror of `PoolConfig`).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct NaiveConfig {
     pub me: PoolRef,
     /// `None`: `cap inf`.
     pub cap: Option<u64>,
     pub block: u64,
-    pub queue: Option<(KeyList, Layout)>,
-    pub evict: Option<(KeyList, Layout)>,
+    pub queue: Option<NaiveKeys>,
+    pub evict: Option<NaiveKeys>,
     pub lifo: bool,
-    pub spill: Option<poolrt::SpillPolicy>,
+    pub spill: Option<NaiveSpill>,
 }
 
 /// A hold as enqueued: header values and content runs `(id, len)`.
@@ -114,10 +178,10 @@ fn e5(a: f64, b: f64) -> Ordering {
 
 /// The index of the least row by the key list (lexicographic, E5), the first among
 /// equals.
-fn least(keys: &KeyList, rows: &[Vec<f64>], ctx: &[f64]) -> usize {
+fn least(keys: &NaiveKeys, rows: &[Vec<f64>], ctx: &[f64]) -> usize {
     let values: Vec<Vec<f64>> = rows
         .iter()
-        .map(|row| (0..keys.len()).map(|k| keys.key(k, row, ctx)).collect())
+        .map(|row| (0..keys.count).map(|k| (keys.eval)(k, row, ctx)).collect())
         .collect();
     let mut best = 0;
     for i in 1..values.len() {
@@ -357,23 +421,23 @@ impl Naive {
                 }
                 best
             }
-            Some((keys, layout)) => {
+            Some(keys) => {
                 let rows: Vec<Vec<f64>> = self
                     .entries
                     .iter()
-                    .map(|e| self.entry_row(env, e, layout))
+                    .map(|e| self.entry_row(env, e, &keys.layout))
                     .collect();
-                least(keys, &rows, &self.entry_ctx(layout))
+                least(keys, &rows, &self.entry_ctx(&keys.layout))
             }
         };
         // R12: the spill predicate and work see the entry before its tail leaves.
         let spill = self.cfg.spill.as_ref().and_then(|sp| {
             let e = &self.entries[chosen];
-            let row = self.entry_row(env, e, &sp.layout);
-            let ctx = self.entry_ctx(&sp.layout);
-            let pred = sp.fns.pred(&row, &ctx);
+            let row = self.entry_row(env, e, &sp.fns.layout);
+            let ctx = self.entry_ctx(&sp.fns.layout);
+            let pred = sp.pred(&row, &ctx);
             if pred.is_nan() || pred != 0.0 {
-                Some((sp.fns.work(&row, &ctx), sp.tier, sp.link, e.last))
+                Some((sp.work(&row, &ctx), sp.tier, sp.link, e.last))
             } else {
                 None
             }
@@ -472,9 +536,10 @@ impl Naive {
         if self.queue.is_empty() {
             return None;
         }
-        let Some((keys, layout)) = &self.cfg.queue else {
+        let Some(keys) = &self.cfg.queue else {
             return Some((false, 0));
         };
+        let layout = &keys.layout;
         let rows: Vec<Vec<f64>> = self
             .queue
             .iter()
@@ -515,7 +580,8 @@ impl Naive {
     fn attempt<E: Env>(
         &mut self,
         env: &E,
-        decide: impl FnOnce(SessionId, Units, &NHold) -> Option<Units>,
+        tier: Option<&Naive>,
+        decide: impl FnOnce(SessionId, Hit, &NHold) -> Option<Units>,
     ) -> Result<Admission, Error> {
         let Some((pre, i)) = self.select(env) else {
             return Ok(Admission::Empty);
@@ -528,7 +594,12 @@ impl Naive {
         let b = self.cfg.block;
         let hits = self.hit(&w.hold);
         let hit_units = Units(hits.len() as u64 * b);
-        let Some(units) = decide(w.session, hit_units, &w.hold) else {
+        let tier_blocks = tier.map_or(0, |t| t.tier_run(&w.hold, hits.len() as u64));
+        let found = Hit {
+            local: hit_units,
+            tier: Units(tier_blocks * b),
+        };
+        let Some(units) = decide(w.session, found, &w.hold) else {
             return Ok(Admission::Declined);
         };
         if units < hit_units {
@@ -593,6 +664,54 @@ impl Naive {
             hit,
             units,
         });
+        // R12 tier hit: the tier's blocks within the allocation are loaded.
+        let loaded = tier_blocks.min((units.0 / b).saturating_sub(hits.len() as u64));
+        if loaded > 0 {
+            let sp = self
+                .cfg
+                .spill
+                .clone()
+                .expect("tier hits only when spilling");
+            let loaded = Units(loaded * b);
+            let attrs = env.attrs(w.session).expect("an admitted session lives");
+            let row: Vec<f64> = sp
+                .fns
+                .layout
+                .row
+                .iter()
+                .map(|input| match *input {
+                    Input::Attr(a) => attrs[a as usize],
+                    Input::Size => loaded.0 as f64,
+                    Input::Last => self.now,
+                    Input::Waiting => 0.0,
+                    _ => panic!("naive: bad entry row input"),
+                })
+                .collect();
+            let ctx: Vec<f64> = sp
+                .fns
+                .layout
+                .ctx
+                .iter()
+                .map(|input| match *input {
+                    Input::Now => self.now,
+                    Input::SpillUnits => loaded.0 as f64,
+                    _ => panic!("naive: bad entry ctx input"),
+                })
+                .collect();
+            let work = sp.work(&row, &ctx);
+            self.push_log(Event::TierLoad {
+                session: w.session,
+                units: loaded,
+                work,
+            });
+            self.notices.push(Notice::TierLoad {
+                session: w.session,
+                units: loaded,
+                work,
+                tier: sp.tier,
+                link: sp.link,
+            });
+        }
         Ok(Admission::Admitted {
             session: w.session,
             hit,
@@ -752,7 +871,9 @@ impl Naive {
         if !self.grow_waiting(env) {
             return Ok(());
         }
-        while let Admission::Admitted { .. } = self.attempt(env, |_, _, h| Some(Units(h.units)))? {}
+        while let Admission::Admitted { .. } =
+            self.attempt(env, None, |_, _, h| Some(Units(h.units)))?
+        {}
         Ok(())
     }
 
@@ -765,7 +886,40 @@ impl Naive {
         self.check_time(now)?;
         self.now = now;
         self.notices.clear();
-        self.attempt(env, decide)
+        self.attempt(env, None, |s, hit, h| decide(s, hit.local, h))
+    }
+
+    /// `admit_next` whose hit walk goes on in `tier` (the pool this one spills into)
+    /// after this pool's own hit (R12 tier hit, docs/HOST.md "Tier hits"). A tier of
+    /// another block size, or a pool that does not spill, finds nothing there.
+    pub fn admit_next_tiered<E: Env>(
+        &mut self,
+        now: f64,
+        env: &E,
+        tier: Option<&Naive>,
+        decide: impl FnOnce(SessionId, Hit, &NHold) -> Option<Units>,
+    ) -> Result<Admission, Error> {
+        self.check_time(now)?;
+        self.now = now;
+        self.notices.clear();
+        let tier = tier.filter(|t| t.cfg.block == self.cfg.block && self.cfg.spill.is_some());
+        self.attempt(env, tier, decide)
+    }
+
+    /// As a tier: how many of `hold`'s blocks from block `from` on (within its hit
+    /// limit) this pool holds a copy of, held or cached, without a gap.
+    fn tier_run(&self, hold: &NHold, from: u64) -> u64 {
+        let b = self.cfg.block;
+        let mut limit = hold.units.min(total_len(&hold.runs));
+        if let Some(m) = hold.max_hit {
+            limit = limit.min(m);
+        }
+        (from..limit / b)
+            .take_while(|&k| {
+                let key = key_of(&hold.runs, k, b).expect("within the chain");
+                self.blocks.iter().any(|x| x.alive && x.key == Some(key))
+            })
+            .count() as u64
     }
 
     pub fn set_waiting_header(
@@ -909,13 +1063,25 @@ impl Naive {
         env: &E,
     ) -> Result<Stored, Error> {
         self.check_time(now)?;
+        let duplicate = self.blocks.iter().any(|b| b.alive && b.key == Some(key));
+        let no_room = self.cfg.cap.is_some_and(|c| c < self.cfg.block);
+        let live = env.attrs(session).map(|a| a.to_vec());
+        let has_entries = self.entries.iter().any(|e| e.session == session);
+        if !duplicate && !no_room && self.reads_attrs() && live.is_none() && !has_entries {
+            return Err(Error::NoAttrs(session));
+        }
         self.now = now;
         self.notices.clear();
-        if self.blocks.iter().any(|b| b.alive && b.key == Some(key)) {
+        if duplicate {
             return Ok(Stored::Duplicate);
         }
-        if self.cfg.cap.is_some_and(|c| c < self.cfg.block) {
+        if no_room {
             return Ok(Stored::NoRoom);
+        }
+        // S3 in a tier: each store the host still answers for takes the session's
+        // current values.
+        if let Some(a) = live {
+            self.snapshots.insert(session, a);
         }
         self.make_room(1, env);
         let x = self.blocks.len();
@@ -963,6 +1129,16 @@ impl Naive {
             units: Units(self.cfg.block),
         });
         Ok(Stored::Stored(EntryId(id)))
+    }
+
+    /// Whether an entry layout (eviction or spill) reads session attributes.
+    fn reads_attrs(&self) -> bool {
+        let evict = self.cfg.evict.as_ref().map(|k| &k.layout);
+        let spill = self.cfg.spill.as_ref().map(|s| &s.fns.layout);
+        evict
+            .into_iter()
+            .chain(spill)
+            .any(|l| l.row.iter().any(|i| matches!(i, Input::Attr(_))))
     }
 
     /// Entries in release order: (id, session, last, keys head first).
