@@ -4,7 +4,8 @@
 //! units, with or without a spill (source side), and for a spilling pool with or
 //! without a tier: a second pool (and a second model) that receives each spilled
 //! block by `accept_spill` and that later admissions hit (R12 tier hits), compared the
-//! same way.
+//! same way. The compiler's tests drive the same model with random specs whose keys
+//! the interpreter evaluates (tests/engine_interp_model.rs at the workspace root).
 
 mod common;
 #[path = "naive/driver.rs"]
@@ -266,6 +267,9 @@ fn run(setup: Setup, ops: &[driver::Op]) -> Result<Driver, TestCaseError> {
         immediate: setup.tier.as_ref().is_some_and(|t| t.immediate),
         tier_reads_attrs,
         stage: setup.tier.as_ref().is_some_and(|t| t.stage),
+        // Slot 0 `priority` (from the serial), slot 1 `serial`, as common's keys read.
+        attrs: |id| vec![(id % 3) as f64, id as f64],
+        priority: 0,
     };
     driver::run(parts, ops)
 }

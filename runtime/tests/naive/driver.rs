@@ -37,6 +37,10 @@ pub struct Parts {
     /// With a tier, `Settle` is a step stage's iteration instead: retry the waiting
     /// grows, then `admit_next_tiered` until it admits nothing.
     pub stage: bool,
+    /// A new session's attributes, from its serial.
+    pub attrs: fn(u64) -> Vec<f64>,
+    /// The attribute `SetPriority` changes.
+    pub priority: usize,
 }
 
 /// The shared content: run id → (length in base units, parent run). A chain is a
@@ -144,6 +148,8 @@ pub struct Driver {
     immediate: bool,
     tier_reads_attrs: bool,
     stage: bool,
+    attrs: fn(u64) -> Vec<f64>,
+    priority: usize,
     pub pool: Pool,
     pub naive: Naive,
     env: TestEnv,
@@ -223,6 +229,8 @@ impl Driver {
             immediate: parts.immediate,
             tier_reads_attrs: parts.tier_reads_attrs,
             stage: parts.stage,
+            attrs: parts.attrs,
+            priority: parts.priority,
             pool: parts.pool,
             naive: parts.naive,
             env,
@@ -291,8 +299,7 @@ impl Driver {
                             id: SessionId(id),
                             runs: runs.clone(),
                         });
-                        // priority from the serial, serial itself
-                        self.env.set(id, &[(id % 3) as f64, id as f64]);
+                        self.env.set(id, &(self.attrs)(id));
                         (SessionId(id), runs)
                     }
                 };
@@ -374,7 +381,7 @@ impl Driver {
                 }
                 let k = self.known[pick as usize % self.known.len()].id;
                 if let Some(a) = self.env.attrs.get_mut(&k) {
-                    a[0] = p as f64;
+                    a[self.priority] = p as f64;
                 }
                 // The host's side of the index contract.
                 self.pool.attrs_changed(k, &self.env);
