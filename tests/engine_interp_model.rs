@@ -1,5 +1,5 @@
 //! The engine against the naive reference model with keys the compiler makes: random
-//! specs (queue, eviction and spill keys drawn as random expressions over every name
+//! specs (queue, eviction and spill keys drawn as random expressions over the names
 //! their site may read, random caps, block sizes, preemption and an optional tier
 //! with its own random eviction) are compiled; the engine pool runs the JIT's key
 //! functions (through `bridge::pool_config`, as `poolc run` does), the naive model
@@ -20,11 +20,13 @@ use std::rc::Rc;
 use naive::{NaiveConfig, NaiveKeys, NaiveSpill};
 use poolc::bridge::pool_config;
 use poolc::ir::{self, Expr};
-use poolrt::{EvictPolicy, Input, Limit, Pool, PoolConfig, Preempt, QueuePolicy};
+use poolrt::{EvictPolicy, Limit, Pool, PoolConfig, Preempt, QueuePolicy};
 use proptest::prelude::*;
 
-/// Names a queue key may read (S1), besides literals.
-const QUEUE_NAMES: [&str; 12] = [
+/// Names a queue key may read (S1), besides literals: the session's attributes, the
+/// hold's header values, `waited`, `now` and queries of its own pool (a query of
+/// another pool or stage is the host's answer, the same function on both sides).
+const QUEUE_NAMES: [&str; 14] = [
     "priority",
     "tenant",
     "serial",
@@ -37,14 +39,16 @@ const QUEUE_NAMES: [&str; 12] = [
     "free(kv)",
     "queued(kv)",
     "cached(kv)",
+    "used(kv)",
+    "cap(kv)",
 ];
 /// Names an evict key may read.
-const ENTRY_NAMES: [&str; 7] = [
-    "priority", "tenant", "serial", "size", "age", "last", "waiting",
+const ENTRY_NAMES: [&str; 8] = [
+    "priority", "tenant", "serial", "arrival", "size", "age", "last", "waiting",
 ];
 /// Names a spill predicate may read: an evict key's and `units` (the units written).
-const SPILL_NAMES: [&str; 8] = [
-    "priority", "tenant", "serial", "size", "age", "last", "waiting", "units",
+const SPILL_NAMES: [&str; 9] = [
+    "priority", "tenant", "serial", "arrival", "size", "age", "last", "waiting", "units",
 ];
 const BINARY: [&str; 13] = [
     "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||",
@@ -209,7 +213,7 @@ fn interpreted(keys: &[ir::SiteExpr], layout: &poolrt::Layout) -> NaiveKeys {
 }
 
 /// The engine pool (JIT keys) and the naive model (interpreted keys) of pool `id`.
-fn build(compiled: &poolc::Compiled, id: ir::PoolId) -> (Pool, naive::Naive, bool) {
+fn build(compiled: &poolc::Compiled, id: ir::PoolId) -> (Pool, naive::Naive) {
     let program = compiled.program();
     let ir = program.pool(id);
     let config: PoolConfig =
@@ -220,12 +224,9 @@ fn build(compiled: &poolc::Compiled, id: ir::PoolId) -> (Pool, naive::Naive, boo
         }
         _ => None,
     };
-    let (evict, evict_reads_attrs) = match (&ir.evict, &config.evict) {
-        (ir::Evict::By(keys), EvictPolicy::By { layout, .. }) => (
-            Some(interpreted(keys, layout)),
-            layout.row.iter().any(|i| matches!(i, Input::Attr(_))),
-        ),
-        _ => (None, false),
+    let evict = match (&ir.evict, &config.evict) {
+        (ir::Evict::By(keys), EvictPolicy::By { layout, .. }) => Some(interpreted(keys, layout)),
+        _ => None,
     };
     let spill = match (&ir.spill, &config.spill) {
         (Some(s), Some(sp)) => Some(NaiveSpill {
@@ -249,7 +250,7 @@ fn build(compiled: &poolc::Compiled, id: ir::PoolId) -> (Pool, naive::Naive, boo
     });
     let mut pool = Pool::new(config).expect("the runtime accepts the spec");
     pool.set_logging(true);
-    (pool, naive, evict_reads_attrs)
+    (pool, naive)
 }
 
 fn run(setup: &Setup, ops: &[driver::Op]) -> Result<driver::Driver, TestCaseError> {
@@ -261,14 +262,8 @@ fn run(setup: &Setup, ops: &[driver::Op]) -> Result<driver::Driver, TestCaseErro
     })?;
     let kv = compiled.program().find_pool("kv").expect("kv");
     let host = compiled.program().find_pool("host").expect("host");
-    let (pool, naive, _) = build(&compiled, kv);
-    let (tier, tier_reads_attrs) = match &setup.tier {
-        Some(_) => {
-            let (p, n, reads) = build(&compiled, host);
-            (Some((p, n)), reads)
-        }
-        None => (None, false),
-    };
+    let (pool, naive) = build(&compiled, kv);
+    let tier = setup.tier.as_ref().map(|_| build(&compiled, host));
     let parts = driver::Parts {
         pool,
         naive,
@@ -276,7 +271,6 @@ fn run(setup: &Setup, ops: &[driver::Op]) -> Result<driver::Driver, TestCaseErro
         block: setup.block,
         scale: setup.scale,
         immediate: setup.tier.as_ref().is_some_and(|t| t.immediate),
-        tier_reads_attrs,
         stage: setup.tier.as_ref().is_some_and(|t| t.stage),
         // The spec's attribute slots: serial, arrival (built in), priority, tenant.
         attrs: |id| vec![id as f64, id as f64 * 0.5, (id % 3) as f64, (id % 2) as f64],
@@ -317,7 +311,7 @@ fn the_generated_specs_reach_every_structure() {
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let strategy = (setup(), proptest::collection::vec(driver::op(), 1..200));
     let mut seen = driver::Seen::default();
-    let (mut indexed, mut scanned) = (0, 0);
+    let (mut indexed, mut scanned, mut keyed_evictions) = (0, 0, 0);
     for _ in 0..200 {
         let (setup, ops) = strategy
             .new_tree(&mut runner)
@@ -331,14 +325,22 @@ fn the_generated_specs_reach_every_structure() {
                 scanned += 1;
             }
         }
+        if setup.evict.is_some() {
+            keyed_evictions += d.seen.kinds.get("evict").copied().unwrap_or(0);
+        }
         seen.add(&d.seen);
     }
+    assert!(
+        keyed_evictions >= 100,
+        "{keyed_evictions} evictions by random keys in 200 specs"
+    );
     assert!(
         indexed >= 10 && scanned >= 10,
         "{indexed} indexed and {scanned} scanned keyed queues in 200 specs"
     );
     for kind in [
         "admit with a hit",
+        "admit out of order",
         "preempt",
         "evict",
         "spill",

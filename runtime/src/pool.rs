@@ -98,7 +98,8 @@ impl Holder {
 }
 
 /// Attribute snapshots of sessions with entries, for S3 (values at the session's
-/// last release in this pool, read once the session has ended).
+/// last release in this pool, or in a tier at its last store there, read once the
+/// session has ended).
 #[derive(Debug, Default)]
 struct Snapshots {
     /// Attribute numbers the entry layout reads; empty: snapshots are off.
@@ -172,8 +173,8 @@ impl Snapshots {
         }
     }
 
-    /// A release of `session`: its snapshot, if it has entries, takes the current
-    /// values.
+    /// A release (or, in a tier, a store) of `session`: its snapshot, if it has
+    /// entries, takes the current values.
     fn record<E: Env + ?Sized>(&mut self, session: SessionId, env: &E) {
         let Some(&slot) = self.of.get(&session) else {
             return;
@@ -675,7 +676,8 @@ impl Pool {
     /// over the spill link (`work` evaluated as the spill's, on a row of the
     /// admitted session with `size` and `units` = the units loaded, `last` = now,
     /// `waiting` = 0) and to set computed when the load completes. Without a tier,
-    /// or in a pool that does not spill, it is `admit_next`.
+    /// in a pool that does not spill, or given a pool that is not the one this pool
+    /// spills into (by its `me`) or has another block size, it is `admit_next`.
     pub fn admit_next_tiered<E, F>(
         &mut self,
         now: f64,
@@ -690,7 +692,8 @@ impl Pool {
         self.check_time(now)?;
         self.now = now;
         self.notices.clear();
-        let tier = tier.filter(|t| t.block == self.block && self.spill.is_some());
+        let target = self.spill.as_ref().map(|sp| sp.tier);
+        let tier = tier.filter(|t| t.block == self.block && target == Some(t.me));
         self.attempt(env, tier, units_for)
     }
 

@@ -1063,6 +1063,42 @@ fn r12_s3_a_tier_refuses_a_block_of_a_session_it_cannot_key() {
     ));
 }
 
+#[test]
+fn r12_tier_hits_come_only_from_the_pool_spilled_into() {
+    // kv spills to pool 1. Two pools hold session 1's first block (key (1, 0), block
+    // 2): pool 1 (the tier) and pool 2 (another pool). s1's hold of 4 units hits
+    // nothing in kv; asked with pool 2 it finds no tier hit, with pool 1 it finds 2.
+    let mut w = World::with(PoolConfig {
+        cap: Limit::Finite(Units(8)),
+        block: Units(2),
+        spill: Some(spill_policy(true)),
+        ..PoolConfig::default()
+    });
+    let holder = |pool: u32| {
+        let mut p = Pool::new(PoolConfig {
+            me: poolrt::PoolRef { pool, member: 0 },
+            block: Units(2),
+            ..PoolConfig::default()
+        })
+        .unwrap();
+        p.accept_spill(0.0, s(9), key(1, 1), 0.0, &w.env).unwrap();
+        p
+    };
+    let (tier, other) = (holder(1), holder(2));
+    w.enqueue_only(1, hdr(4, &[(1, 4)]));
+    let found = |w: &mut World, t: &Pool| {
+        let mut seen = None;
+        let r = w.pool.admit_next_tiered(1.0, &w.env, Some(t), |_, hit, _| {
+            seen = Some(hit);
+            None
+        });
+        assert_eq!(r, Ok(Admission::Declined));
+        seen.expect("asked")
+    };
+    assert_eq!(found(&mut w, &other).tier, Units(0));
+    assert_eq!(found(&mut w, &tier).tier, Units(2));
+}
+
 // ----- R13 ------------------------------------------------------------------------
 
 #[test]

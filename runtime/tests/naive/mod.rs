@@ -891,7 +891,8 @@ impl Naive {
 
     /// `admit_next` whose hit walk goes on in `tier` (the pool this one spills into)
     /// after this pool's own hit (R12 tier hit, docs/HOST.md "Tier hits"). A tier of
-    /// another block size, or a pool that does not spill, finds nothing there.
+    /// another block size, a pool this one does not spill into, or a pool that does
+    /// not spill, finds nothing there.
     pub fn admit_next_tiered<E: Env>(
         &mut self,
         now: f64,
@@ -902,7 +903,8 @@ impl Naive {
         self.check_time(now)?;
         self.now = now;
         self.notices.clear();
-        let tier = tier.filter(|t| t.cfg.block == self.cfg.block && self.cfg.spill.is_some());
+        let target = self.cfg.spill.as_ref().map(|sp| sp.tier);
+        let tier = tier.filter(|t| t.cfg.block == self.cfg.block && target == Some(t.cfg.me));
         self.attempt(env, tier, decide)
     }
 
