@@ -613,34 +613,35 @@ fn stage_option(i: Tokens<'_>) -> PResult<'_, StageOption> {
             },
         ))
     };
+    let option = |kind, span| StageOption { kind, span };
     alt((
-        map(
-            expr_option("budget", "after `budget`", "after the `budget` option"),
-            |(e, span)| StageOption {
-                kind: K::Budget(e),
-                span,
-            },
+        expr_option(
+            "budget",
+            "after `budget`",
+            "after the `budget` option",
+            K::Budget,
+            option,
         ),
-        map(
-            expr_option("seats", "after `seats`", "after the `seats` option"),
-            |(e, span)| StageOption {
-                kind: K::Seats(e),
-                span,
-            },
+        expr_option(
+            "seats",
+            "after `seats`",
+            "after the `seats` option",
+            K::Seats,
+            option,
         ),
-        map(
-            expr_option("chunk", "after `chunk`", "after the `chunk` option"),
-            |(e, span)| StageOption {
-                kind: K::Chunk(e),
-                span,
-            },
+        expr_option(
+            "chunk",
+            "after `chunk`",
+            "after the `chunk` option",
+            K::Chunk,
+            option,
         ),
-        map(
-            expr_option("rate", "after `rate`", "after the `rate` option"),
-            |(e, span)| StageOption {
-                kind: K::Rate(e),
-                span,
-            },
+        expr_option(
+            "rate",
+            "after `rate`",
+            "after the `rate` option",
+            K::Rate,
+            option,
         ),
         serve,
         time,
@@ -648,12 +649,15 @@ fn stage_option(i: Tokens<'_>) -> PResult<'_, StageOption> {
     .parse(i)
 }
 
-/// `word expr;`, giving the expression and the option's span.
-fn expr_option<'a>(
+/// `word expr;` as the option `option(kind(expr), span)`: stage and pool options
+/// share this form and differ only in the node they build.
+fn expr_option<'a, K, O>(
     word: &'static str,
     after_word: &'static str,
     after_option: &'static str,
-) -> impl FnMut(Tokens<'a>) -> PResult<'a, (Expr, Span)> {
+    kind: fn(Expr) -> K,
+    option: fn(K, Span) -> O,
+) -> impl FnMut(Tokens<'a>) -> PResult<'a, O> {
     move |i| {
         let (i, start) = keyword(word)(i)?;
         let (i, (e, end)) = cut((
@@ -661,7 +665,7 @@ fn expr_option<'a>(
             context(after_option, semi()),
         ))
         .parse(i)?;
-        Ok((i, (e, start.to(end))))
+        Ok((i, option(kind(e), start.to(end))))
     }
 }
 
@@ -745,20 +749,21 @@ fn pool_option(i: Tokens<'_>) -> PResult<'_, PoolOption> {
             },
         ))
     };
+    let option = |kind, span| PoolOption { kind, span };
     alt((
-        map(
-            expr_option("cap", "after `cap`", "after the `cap` option"),
-            |(e, span)| PoolOption {
-                kind: K::Cap(e),
-                span,
-            },
+        expr_option(
+            "cap",
+            "after `cap`",
+            "after the `cap` option",
+            K::Cap,
+            option,
         ),
-        map(
-            expr_option("block", "after `block`", "after the `block` option"),
-            |(e, span)| PoolOption {
-                kind: K::Block(e),
-                span,
-            },
+        expr_option(
+            "block",
+            "after `block`",
+            "after the `block` option",
+            K::Block,
+            option,
         ),
         evict,
         preempt,
