@@ -1387,21 +1387,21 @@ fn register_new(store: &mut Store, h: &mut Holder, block: u64) {
     }
 }
 
+/// The keys a hit walk looks at (R4, R7): the chain's full blocks, head first,
+/// within the header's hit limit.
+#[inline]
+fn hit_keys(header: &Header, block: u64) -> impl Iterator<Item = BlockKey> + '_ {
+    let limit = header.hit_limit_blocks(block);
+    header.chain.block_keys(block).take(limit as usize)
+}
+
 /// The blocks a header would hit now (R4, R7): leading chain blocks whose key has a
 /// present copy (held or cached), within the header's hit limit. Returns (hit, of
 /// which held by holders).
 fn hit_counts(store: &Store, header: &Header, block: u64) -> (u64, u64) {
-    let mut hit = 0;
-    let mut shared = 0;
-    let limit = header.hit_limit_blocks(block);
-    for key in header.chain.block_keys(block).take(limit as usize) {
-        let Some(b) = store.lookup(&key) else { break };
-        hit += 1;
-        if store.refs(b) > 0 {
-            shared += 1;
-        }
-    }
-    (hit, shared)
+    count_hits(header, block, |key| {
+        store.lookup(key).map(|b| store.refs(b))
+    })
 }
 
 /// [`hit_counts`], watching every key the walk looks at (the first missing one
@@ -1409,14 +1409,26 @@ fn hit_counts(store: &Store, header: &Header, block: u64) -> (u64, u64) {
 /// same header can tell whether the walk would still give the same result.
 fn hit_counts_watched(store: &mut Store, header: &Header, block: u64) -> (u64, u64) {
     store.watch_start();
+    count_hits(header, block, |key| {
+        store.watch_add(key);
+        store.lookup(key).map(|b| store.refs(b))
+    })
+}
+
+/// The walk of [`hit_counts`]: `refs_of` gives the holders of a key's present copy,
+/// `None` when there is none (the walk stops there).
+#[inline(always)]
+fn count_hits(
+    header: &Header,
+    block: u64,
+    mut refs_of: impl FnMut(&BlockKey) -> Option<u32>,
+) -> (u64, u64) {
     let mut hit = 0;
     let mut shared = 0;
-    let limit = header.hit_limit_blocks(block);
-    for key in header.chain.block_keys(block).take(limit as usize) {
-        store.watch_add(&key);
-        let Some(b) = store.lookup(&key) else { break };
+    for key in hit_keys(header, block) {
+        let Some(refs) = refs_of(&key) else { break };
         hit += 1;
-        if store.refs(b) > 0 {
+        if refs > 0 {
             shared += 1;
         }
     }
@@ -1426,11 +1438,7 @@ fn hit_counts_watched(store: &mut Store, header: &Header, block: u64) -> (u64, u
 /// R12 tier hit: how many blocks right after the first `from` blocks of the header's
 /// chain the tier holds (any copy, held or cached), within the header's hit limit.
 fn tier_run(tier: &Store, header: &Header, from: u64, block: u64) -> u64 {
-    let limit = header.hit_limit_blocks(block);
-    header
-        .chain
-        .block_keys(block)
-        .take(limit as usize)
+    hit_keys(header, block)
         .skip(from as usize)
         .take_while(|key| tier.lookup(key).is_some())
         .count() as u64
@@ -1458,21 +1466,13 @@ fn load_work<E: Env + ?Sized>(
             other => unreachable!("validated entry row input {other:?}"),
         });
     }
-    scratch.ctx.clear();
-    for input in &layout.ctx {
-        scratch.ctx.push(match *input {
-            Input::Now => now,
-            Input::SpillUnits => units.0 as f64,
-            other => unreachable!("validated entry ctx input {other:?}"),
-        });
-    }
+    fill_entry_ctx(&mut scratch.ctx, &layout.ctx, units.0, now);
     spill.fns.work(&scratch.rows, &scratch.ctx)
 }
 
 /// As [`hit_counts`], pushing the hit blocks (earliest registered copies) to `out`.
 fn collect_hits(store: &Store, header: &Header, block: u64, out: &mut Vec<u32>) {
-    let limit = header.hit_limit_blocks(block);
-    for key in header.chain.block_keys(block).take(limit as usize) {
+    for key in hit_keys(header, block) {
         let Some(b) = store.lookup(&key) else { break };
         out.push(b);
     }
@@ -1496,15 +1496,54 @@ fn select_entry<E: Env + ?Sized>(
     if n == 0 {
         return None;
     }
+    scratch.slots.clear();
+    scratch.slots.extend(store.entry_slots());
+    fill_entry_rows(store, queue, snaps, scratch, layout, block, now, env);
+    let i = keys.select(&scratch.rows, n, layout.row.len(), &scratch.ctx)?;
+    Some(scratch.slots[i])
+}
+
+/// R12 at one Evict moment: `Some(work)` when the spill predicate is non-zero (NaN
+/// counts as true, E2) for the entry whose tail is about to leave.
+#[allow(clippy::too_many_arguments)]
+fn spill_work<E: Env + ?Sized>(
+    store: &Store,
+    queue: &Queue,
+    snaps: &Snapshots,
+    scratch: &mut Scratch,
+    spill: &SpillPolicy,
+    slot: u32,
+    block: u64,
+    now: f64,
+    env: &E,
+) -> Option<f64> {
+    scratch.slots.clear();
+    scratch.slots.push(slot);
+    fill_entry_rows(store, queue, snaps, scratch, &spill.layout, block, now, env);
+    let pred = spill.fns.pred(&scratch.rows, &scratch.ctx);
+    (pred != 0.0).then(|| spill.fns.work(&scratch.rows, &scratch.ctx))
+}
+
+/// The rows of the entries in `scratch.slots`, in that order, and the entry ctx of
+/// an Evict moment, for a layout of the entry site.
+#[allow(clippy::too_many_arguments)]
+fn fill_entry_rows<E: Env + ?Sized>(
+    store: &Store,
+    queue: &Queue,
+    snaps: &Snapshots,
+    scratch: &mut Scratch,
+    layout: &Layout,
+    block: u64,
+    now: f64,
+    env: &E,
+) {
     if layout.row.contains(&Input::Waiting) {
         waiting_counts(store, queue, block, scratch);
     }
     let stride = layout.row.len();
-    scratch.slots.clear();
     scratch.rows.clear();
-    scratch.rows.resize(n * stride, 0.0);
-    for (i, slot) in store.entry_slots().enumerate() {
-        scratch.slots.push(slot);
+    scratch.rows.resize(scratch.slots.len() * stride, 0.0);
+    for (i, &slot) in scratch.slots.iter().enumerate() {
         let row = &mut scratch.rows[i * stride..(i + 1) * stride];
         fill_entry_row(
             row,
@@ -1517,9 +1556,8 @@ fn select_entry<E: Env + ?Sized>(
             env,
         );
     }
+    // R12: a moment writes one block.
     fill_entry_ctx(&mut scratch.ctx, &layout.ctx, block, now);
-    let i = keys.select(&scratch.rows, n, stride, &scratch.ctx)?;
-    Some(scratch.slots[i])
 }
 
 /// One entry row (S2, S3): the session's attributes (current while it lives, else
@@ -1551,51 +1589,17 @@ fn fill_entry_row<E: Env + ?Sized>(
     }
 }
 
-/// The entry sites' ctx: `now`, and `units` = one block (R12: a moment writes one).
-fn fill_entry_ctx(ctx: &mut Vec<f64>, inputs: &[Input], block: u64, now: f64) {
+/// The entry sites' ctx: `now`, and `units` = the units written (one block at an
+/// Evict moment) or loaded (a tier load).
+fn fill_entry_ctx(ctx: &mut Vec<f64>, inputs: &[Input], units: u64, now: f64) {
     ctx.clear();
     for input in inputs {
         ctx.push(match *input {
             Input::Now => now,
-            Input::SpillUnits => block as f64,
+            Input::SpillUnits => units as f64,
             other => unreachable!("validated entry ctx input {other:?}"),
         });
     }
-}
-
-/// R12 at one Evict moment: `Some(work)` when the spill predicate is non-zero (NaN
-/// counts as true, E2) for the entry whose tail is about to leave.
-#[allow(clippy::too_many_arguments)]
-fn spill_work<E: Env + ?Sized>(
-    store: &Store,
-    queue: &Queue,
-    snaps: &Snapshots,
-    scratch: &mut Scratch,
-    spill: &SpillPolicy,
-    slot: u32,
-    block: u64,
-    now: f64,
-    env: &E,
-) -> Option<f64> {
-    let layout = &spill.layout;
-    if layout.row.contains(&Input::Waiting) {
-        waiting_counts(store, queue, block, scratch);
-    }
-    scratch.rows.clear();
-    scratch.rows.resize(layout.row.len(), 0.0);
-    fill_entry_row(
-        &mut scratch.rows,
-        &layout.row,
-        store,
-        slot,
-        snaps,
-        &scratch.counts,
-        block,
-        env,
-    );
-    fill_entry_ctx(&mut scratch.ctx, &layout.ctx, block, now);
-    let pred = spill.fns.pred(&scratch.rows, &scratch.ctx);
-    (pred != 0.0).then(|| spill.fns.work(&scratch.rows, &scratch.ctx))
 }
 
 /// S2 `waiting`: per entry slot, the waiting holds whose hit walk (as if admitted

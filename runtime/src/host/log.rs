@@ -83,55 +83,44 @@ impl<'a> EventLine<'a> {
             queued: r.queued as u64,
             ..EventLine::default()
         };
-        match &r.event {
-            Event::Enqueue { session } => {
-                line.ev = "enqueue";
-                line.session = session.0;
-            }
-            Event::Reject { session } => {
-                line.ev = "reject";
-                line.session = session.0;
-            }
+        // Events that carry the same fields fill them alike; only `ev` tells them apart.
+        let session = match &r.event {
+            Event::Enqueue { session }
+            | Event::Reject { session }
+            | Event::GrowWait { session } => session,
             Event::Admit {
                 session,
                 hit,
                 units,
             } => {
-                line.ev = "admit";
-                line.session = session.0;
                 line.hit = u(hit);
                 line.units = u(units);
+                session
             }
             Event::Grow { session, by } => {
-                line.ev = "grow";
-                line.session = session.0;
                 line.by = u(by);
+                session
             }
-            Event::GrowWait { session } => {
-                line.ev = "grow_wait";
-                line.session = session.0;
-            }
-            Event::Preempt { session, cached } => {
-                line.ev = "preempt";
-                line.session = session.0;
+            Event::Preempt { session, cached } | Event::Release { session, cached } => {
                 line.kept = u(cached);
+                session
             }
             Event::Evict {
                 entry,
                 session,
                 key: k,
                 units,
+            }
+            | Event::Store {
+                entry,
+                session,
+                key: k,
+                units,
             } => {
-                line.ev = "evict";
-                line.session = session.0;
                 line.entry = Some(entry.0);
                 line.key = key(k);
                 line.units = u(units);
-            }
-            Event::Release { session, cached } => {
-                line.ev = "release";
-                line.session = session.0;
-                line.kept = u(cached);
+                session
             }
             Event::Spill {
                 entry,
@@ -140,37 +129,42 @@ impl<'a> EventLine<'a> {
                 units,
                 work,
             } => {
-                line.ev = "spill";
-                line.session = session.0;
                 line.entry = Some(entry.0);
                 line.key = key(k);
                 line.units = u(units);
                 line.work = Some(*work);
+                session
             }
             Event::TierLoad {
                 session,
                 units,
                 work,
             } => {
-                line.ev = "tier_load";
-                line.session = session.0;
                 line.units = u(units);
                 line.work = Some(*work);
+                session
             }
-            Event::Store {
-                entry,
-                session,
-                key: k,
-                units,
-            } => {
-                line.ev = "store";
-                line.session = session.0;
-                line.entry = Some(entry.0);
-                line.key = key(k);
-                line.units = u(units);
-            }
-        }
+        };
+        line.session = session.0;
+        line.ev = name(&r.event);
         line
+    }
+}
+
+/// An event's `ev` in the log.
+fn name(event: &Event) -> &'static str {
+    match event {
+        Event::Enqueue { .. } => "enqueue",
+        Event::Reject { .. } => "reject",
+        Event::Admit { .. } => "admit",
+        Event::Grow { .. } => "grow",
+        Event::GrowWait { .. } => "grow_wait",
+        Event::Preempt { .. } => "preempt",
+        Event::Evict { .. } => "evict",
+        Event::Release { .. } => "release",
+        Event::Spill { .. } => "spill",
+        Event::TierLoad { .. } => "tier_load",
+        Event::Store { .. } => "store",
     }
 }
 
