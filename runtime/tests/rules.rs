@@ -21,9 +21,8 @@ struct World {
 impl World {
     fn new(cap: u64, block: u64) -> World {
         World::with(PoolConfig {
-            cap: Limit::Finite(Units(cap)),
             block: Units(block),
-            ..PoolConfig::default()
+            ..capped(cap)
         })
     }
 
@@ -48,14 +47,7 @@ impl World {
 
     /// Enqueue, then settle (R9).
     fn enqueue(&mut self, session: u64, header: poolrt::Header) -> Enqueued {
-        if !self.env.attrs.contains_key(&s(session)) {
-            self.env.set(session, &[0.0, session as f64]);
-        }
-        let r = self
-            .pool
-            .enqueue(self.now, s(session), header, &self.env)
-            .unwrap();
-        self.checked();
+        let r = self.enqueue_only(session, header);
         self.settle();
         r
     }
@@ -88,6 +80,15 @@ impl World {
         self.checked();
         self.settle();
         r
+    }
+
+    /// A hold that is admitted at once, computes all its units and releases (R14):
+    /// its full blocks within the chain become one entry, released now.
+    fn cache(&mut self, session: u64, header: poolrt::Header) -> Units {
+        let units = header.units.0;
+        self.enqueue(session, header);
+        self.compute(session, units);
+        self.release(session)
     }
 
     fn grow(&mut self, session: u64, by: u64) -> Grown {
@@ -137,6 +138,14 @@ impl World {
     }
 }
 
+/// A pool of `cap` units, otherwise the default (block 1, lru, fifo, no preemption).
+fn capped(cap: u64) -> PoolConfig {
+    PoolConfig {
+        cap: Limit::Finite(Units(cap)),
+        ..PoolConfig::default()
+    }
+}
+
 fn key(run: u64, offset: u64) -> BlockKey {
     BlockKey {
         run: RunId(run),
@@ -176,9 +185,7 @@ fn r2_block_identity_is_its_last_unit() {
     // units 0..6 are the same content, but block 1 (units 4..8) ends at unit 7, in
     // run 2 for A and run 3 for B: different identities. Only block 0 is shared.
     let mut w = World::new(64, 4);
-    w.enqueue(1, hdr(16, &[(1, 6), (2, 10)]));
-    w.compute(1, 16);
-    w.release(1);
+    w.cache(1, hdr(16, &[(1, 6), (2, 10)]));
     assert_eq!(
         w.entry_keys(),
         vec![(0, vec![key(1, 3), key(2, 1), key(2, 5), key(2, 9)])]
@@ -205,9 +212,7 @@ fn r2_units_beyond_the_chain_are_never_cached() {
 fn r3_a_release_makes_one_entry_in_chain_order() {
     // Block 2, 8 computed units: one entry with 4 blocks, head first.
     let mut w = World::new(64, 2);
-    w.enqueue(1, hdr(8, &[(5, 8)]));
-    w.compute(1, 8);
-    w.release(1);
+    w.cache(1, hdr(8, &[(5, 8)]));
     assert_eq!(w.entry_keys(), vec![(0, keys(5, &[1, 3, 5, 7]))]);
 }
 
@@ -218,9 +223,7 @@ fn r4_computed_is_the_hit_in_full_blocks() {
     // Block 4. A caches 8 units of run 1 (len 10). B's chain is run 1 (10 units):
     // blocks 0 and 1 are cached (hit 8), block 2 (units 8..12) is beyond the chain.
     let mut w = World::new(64, 4);
-    w.enqueue(1, hdr(10, &[(1, 10)]));
-    w.compute(1, 10);
-    w.release(1);
+    w.cache(1, hdr(10, &[(1, 10)]));
     w.events();
     w.enqueue(2, hdr(10, &[(1, 10)]));
     assert_eq!(w.admits(), vec![(2, 8)]);
@@ -232,9 +235,7 @@ fn r4_max_hit_caps_the_hit_last_token_rule() {
     // Block 4, 8 units cached; a hold of the same 8 units with max_hit 7 (sequence
     // − 1) hits floor(7/4) = 1 block and recomputes the last one.
     let mut w = World::new(64, 4);
-    w.enqueue(1, hdr(8, &[(1, 8)]));
-    w.compute(1, 8);
-    w.release(1);
+    w.cache(1, hdr(8, &[(1, 8)]));
     w.events();
     w.enqueue(2, hdr(8, &[(1, 8)]).with_max_hit(Units(7)));
     assert_eq!(w.admits(), vec![(2, 4)]);
@@ -308,9 +309,7 @@ fn r6_cached_entries_never_block_a_fit() {
     // cap 8, block 1: A caches 8 units. B needs 3 unrelated units: 0 + 8 + 3 > 8,
     // so 3 blocks are evicted (tail first), leaving 5 cached.
     let mut w = World::new(8, 1);
-    w.enqueue(1, hdr(8, &[(1, 8)]));
-    w.compute(1, 8);
-    w.release(1);
+    w.cache(1, hdr(8, &[(1, 8)]));
     w.events();
     w.enqueue(2, hdr(3, &[(2, 3)]));
     assert_eq!(w.units(), (3, 5));
@@ -327,13 +326,9 @@ fn r6_hit_blocks_are_claimed_before_eviction() {
     // 4 blocks (claimed: e0 disappears), then needs 2 new blocks: 4 + 2 + 2 > 6 →
     // 2 evictions. lru would take e0 first, but e0 is claimed, so e1 goes, tail first.
     let mut w = World::new(6, 1);
-    w.enqueue(1, hdr(4, &[(1, 4)]));
-    w.compute(1, 4);
-    w.release(1);
+    w.cache(1, hdr(4, &[(1, 4)]));
     w.at(1.0);
-    w.enqueue(3, hdr(2, &[(7, 2)]));
-    w.compute(3, 2);
-    w.release(3);
+    w.cache(3, hdr(2, &[(7, 2)]));
     w.events();
     w.enqueue(2, hdr(6, &[(1, 4), (5, 2)]));
     let ev = w.events();
@@ -443,9 +438,8 @@ fn r8_keyed_queue_takes_least_key_ties_by_enqueue_order() {
     // D, E wait with priorities 2, 1, 1, 0 and serials 9, 8, 7, 6. The keys say E
     // (0), then D (1, 7) before C (1, 8), then B (2, 9).
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(1)),
         queue: queue_by_priority(),
-        ..PoolConfig::default()
+        ..capped(1)
     });
     w.enqueue(1, hdr(1, &[(1, 1)]));
     for (id, prio, serial) in [(2, 2.0, 9.0), (3, 1.0, 8.0), (4, 1.0, 7.0), (5, 0.0, 6.0)] {
@@ -463,9 +457,8 @@ fn r8_keyed_queue_takes_least_key_ties_by_enqueue_order() {
 fn r8_equal_keys_fall_back_to_enqueue_order() {
     // Same priority and serial for everyone: enqueue order decides.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(1)),
         queue: queue_by_priority(),
-        ..PoolConfig::default()
+        ..capped(1)
     });
     for id in 1..=4 {
         w.env.set(id, &[3.0, 0.0]);
@@ -483,9 +476,8 @@ fn r8_e5_nan_key_sorts_after_every_number() {
     // queue by (priority == 1 ? NaN : priority): priorities 1 (NaN), 5, 2 → 2, 5,
     // then the NaN.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(1)),
         queue: queue_nan_last(),
-        ..PoolConfig::default()
+        ..capped(1)
     });
     w.enqueue(9, hdr(1, &[(9, 1)]));
     for (id, prio) in [(1, 1.0), (2, 5.0), (3, 2.0)] {
@@ -507,10 +499,9 @@ fn r8_keys_are_evaluated_afresh_at_each_attempt() {
     // an attribute changed; with the scan nobody needs to say so.
     for index in [QueueIndex::Auto, QueueIndex::Scan] {
         let mut w = World::with(PoolConfig {
-            cap: Limit::Finite(Units(1)),
             queue: queue_by_priority(),
             queue_index: index,
-            ..PoolConfig::default()
+            ..capped(1)
         });
         assert_eq!(w.pool.queue_is_indexed(), index == QueueIndex::Auto);
         w.enqueue(1, hdr(1, &[(1, 1)]));
@@ -551,9 +542,8 @@ fn r8_waited_and_now_age_a_hold_without_a_timer() {
     // (priority 0) is enqueued at t=2; at t=4 C has waited 4 ≥ 3 (key 0) and D only
     // 2 (key 1): C goes before D.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(1)),
         queue: queue_aged(),
-        ..PoolConfig::default()
+        ..capped(1)
     });
     w.enqueue(1, hdr(1, &[(1, 1)]));
     w.env.set(2, &[0.0, 0.0]);
@@ -579,9 +569,8 @@ fn r8_computed_is_read_at_the_attempt() {
     // is cached (8 + 4 = 12, still full). H releases: B's key is -0, C's is -4 (it
     // would hit 4), so C goes first although B was enqueued first.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(12)),
         queue: queue_longest_prefix(),
-        ..PoolConfig::default()
+        ..capped(12)
     });
     w.enqueue(1, hdr(4, &[(1, 4)]));
     w.compute(1, 4);
@@ -602,9 +591,8 @@ fn r8_query_on_the_pool_itself_is_answered_by_the_pool() {
     // one settle. The query is re-read at every attempt.
     let me = poolrt::PoolRef { pool: 0, member: 0 };
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(10)),
         queue: queue_fits_first(me),
-        ..PoolConfig::default()
+        ..capped(10)
     });
     w.enqueue_only(1, hdr(7, &[(1, 7)]));
     w.enqueue_only(2, hdr(5, &[(2, 5)]));
@@ -625,9 +613,8 @@ fn r8_preempted_reenter_at_head_most_recent_first() {
     // cached an entry: C's (older) and B's. A's grow needs 3 new blocks with 4
     // cached: evicts C's 2 blocks (lru, tail first), then B's tail.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(6)),
         preempt: Preempt::Lifo,
-        ..PoolConfig::default()
+        ..capped(6)
     });
     for id in 1..=3 {
         w.enqueue(id, hdr(2, &[(id, 2)]));
@@ -700,9 +687,7 @@ fn r10_evicts_tail_block_first() {
     // Block 4, cap 16 (4 blocks): A caches run 1 (16 units) as [1+3, 1+7, 1+11,
     // 1+15]. B needs 8 unrelated units: two Evict moments, each taking e0's tail.
     let mut w = World::new(16, 4);
-    w.enqueue(1, hdr(16, &[(1, 16)]));
-    w.compute(1, 16);
-    w.release(1);
+    w.cache(1, hdr(16, &[(1, 16)]));
     w.events();
     w.enqueue(2, hdr(8, &[(2, 8)]));
     assert_eq!(w.evicted_keys(), vec![(0, key(1, 15)), (0, key(1, 11))]);
@@ -714,13 +699,9 @@ fn r10_lru_empties_the_oldest_entry_first() {
     // cap 4, block 1: e0 = run 1 (2 units, t=0), e1 = run 2 (2 units, t=1). B needs 3:
     // e0's tail, e0's head (e0 disappears), then e1's tail.
     let mut w = World::new(4, 1);
-    w.enqueue(1, hdr(2, &[(1, 2)]));
-    w.compute(1, 2);
-    w.release(1);
+    w.cache(1, hdr(2, &[(1, 2)]));
     w.at(1.0);
-    w.enqueue(2, hdr(2, &[(2, 2)]));
-    w.compute(2, 2);
-    w.release(2);
+    w.cache(2, hdr(2, &[(2, 2)]));
     w.events();
     w.enqueue(3, hdr(3, &[(3, 3)]));
     assert_eq!(
@@ -735,16 +716,13 @@ fn r10_keyed_eviction_takes_least_key_then_release_order() {
     // e2 from C (priority 1, released later). Evicting 3 blocks of 1 unit:
     // e1 (1, t1) tail, e1 head, then e2 (1, t2) tail — e0 survives.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(6)),
         evict: evict_by_priority(),
-        ..PoolConfig::default()
+        ..capped(6)
     });
     for (id, prio, t) in [(1, 5.0, 0.0), (2, 1.0, 1.0), (3, 1.0, 2.0)] {
         w.at(t);
         w.env.set(id, &[prio, id as f64]);
-        w.enqueue(id, hdr(2, &[(id, 2)]));
-        w.compute(id, 2);
-        w.release(id);
+        w.cache(id, hdr(2, &[(id, 2)]));
     }
     w.events();
     w.enqueue(4, hdr(3, &[(4, 3)]));
@@ -758,14 +736,11 @@ fn r10_keyed_eviction_takes_least_key_then_release_order() {
 fn r10_all_equal_keys_fall_back_to_release_order() {
     // evict by (NaN): every key equal (E5), so the oldest entry goes first.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(4)),
         evict: evict_all_nan(),
-        ..PoolConfig::default()
+        ..capped(4)
     });
     for id in 1..=2 {
-        w.enqueue(id, hdr(2, &[(id, 2)]));
-        w.compute(id, 2);
-        w.release(id);
+        w.cache(id, hdr(2, &[(id, 2)]));
     }
     w.events();
     w.enqueue(3, hdr(1, &[(3, 1)]));
@@ -777,17 +752,12 @@ fn r10_age_and_now_reach_the_evict_keys() {
     // evict by (age) = most recently released first: e0 at t=0, e1 at t=5; at t=6
     // e1 (age 1) has the least key, 1 < 6.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(4)),
         evict: evict_mru(),
-        ..PoolConfig::default()
+        ..capped(4)
     });
-    w.enqueue(1, hdr(2, &[(1, 2)]));
-    w.compute(1, 2);
-    w.release(1);
+    w.cache(1, hdr(2, &[(1, 2)]));
     w.at(5.0);
-    w.enqueue(2, hdr(2, &[(2, 2)]));
-    w.compute(2, 2);
-    w.release(2);
+    w.cache(2, hdr(2, &[(2, 2)]));
     w.at(6.0);
     w.events();
     w.enqueue(3, hdr(1, &[(3, 1)]));
@@ -803,15 +773,12 @@ fn r10_s2_waiting_counts_holds_that_would_hit_the_entry() {
     // so e1 goes, tail first — where lru would have taken e0. B then needs 9 with 4
     // allocated (4 + 9 > 10) and stays blocked.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(10)),
         evict: evict_by_waiting(),
-        ..PoolConfig::default()
+        ..capped(10)
     });
     w.enqueue(9, hdr(2, &[(9, 2)]));
     for id in 1..=2 {
-        w.enqueue(id, hdr(4, &[(id, 4)]));
-        w.compute(id, 4);
-        w.release(id);
+        w.cache(id, hdr(4, &[(id, 4)]));
     }
     w.events();
     w.enqueue_only(4, hdr(2, &[(4, 2)]));
@@ -827,20 +794,15 @@ fn r10_s3_ended_sessions_are_keyed_by_their_last_release() {
     // releases with priority 3 but lives, and drops to priority 0 afterwards: its
     // current value counts. So B's entry (0) goes before A's (1).
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(4)),
         evict: evict_by_priority(),
-        ..PoolConfig::default()
+        ..capped(4)
     });
     w.env.set(1, &[1.0, 1.0]);
-    w.enqueue(1, hdr(2, &[(1, 2)]));
-    w.compute(1, 2);
-    w.release(1);
+    w.cache(1, hdr(2, &[(1, 2)]));
     w.env.end(1);
     w.env.set(1, &[9.0, 1.0]);
     w.env.set(2, &[3.0, 2.0]);
-    w.enqueue(2, hdr(2, &[(2, 2)]));
-    w.compute(2, 2);
-    w.release(2);
+    w.cache(2, hdr(2, &[(2, 2)]));
     w.env.set(2, &[0.0, 2.0]);
     w.events();
     w.enqueue(3, hdr(3, &[(3, 3)]));
@@ -857,9 +819,7 @@ fn r11_hits_take_head_side() {
     // Block 1. A caches run 1 (6 units) as e0 at t=0. B holds 3 units of run 1: it
     // hits 1+0..1+2 from e0's head; e0 keeps 1+3..1+5 with its id and time.
     let mut w = World::new(64, 1);
-    w.enqueue(1, hdr(6, &[(1, 6)]));
-    w.compute(1, 6);
-    w.release(1);
+    w.cache(1, hdr(6, &[(1, 6)]));
     w.at(3.0);
     w.enqueue(2, hdr(3, &[(1, 6)]));
     assert_eq!(w.units(), (3, 3));
@@ -875,13 +835,9 @@ fn r11_what_remains_keeps_its_release_order() {
     // units of e0's head (B = run 1, units 2). e0 keeps [1+2, 1+3] and stays the
     // oldest: C (4 unrelated units) evicts e0's two blocks, then e1's tail.
     let mut w = World::new(8, 1);
-    w.enqueue(1, hdr(4, &[(1, 4)]));
-    w.compute(1, 4);
-    w.release(1);
+    w.cache(1, hdr(4, &[(1, 4)]));
     w.at(1.0);
-    w.enqueue(2, hdr(2, &[(2, 2)]));
-    w.compute(2, 2);
-    w.release(2);
+    w.cache(2, hdr(2, &[(2, 2)]));
     w.enqueue(3, hdr(2, &[(1, 4)]));
     assert_eq!(w.units(), (2, 4));
     w.events();
@@ -902,15 +858,12 @@ fn r12_spill_writes_evicted_blocks_when_pred_holds() {
     // (work = 4 * 3 + 2 = 14 each). C then needs 1 block: the entry has 4 units left,
     // 4 < 8, so that eviction writes nothing.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(20)),
         block: Units(4),
         spill: Some(spill_policy(false)),
-        ..PoolConfig::default()
+        ..capped(20)
     });
     w.at(2.0);
-    w.enqueue(1, hdr(16, &[(1, 16)]));
-    w.compute(1, 16);
-    w.release(1);
+    w.cache(1, hdr(16, &[(1, 16)]));
     w.events();
     w.enqueue(2, hdr(16, &[(2, 16)]));
     let spilled: Vec<_> = w
@@ -956,13 +909,10 @@ fn r12_spill_writes_evicted_blocks_when_pred_holds() {
 fn r12_a_nan_predicate_is_true() {
     // E2: NaN is non-zero, so `when (NaN)` spills every evicted block.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(2)),
         spill: Some(spill_policy(true)),
-        ..PoolConfig::default()
+        ..capped(2)
     });
-    w.enqueue(1, hdr(2, &[(1, 2)]));
-    w.compute(1, 2);
-    w.release(1);
+    w.cache(1, hdr(2, &[(1, 2)]));
     w.events();
     w.enqueue(2, hdr(1, &[(2, 1)]));
     let ev = w.events();
@@ -980,9 +930,8 @@ fn r12_s3_a_tier_keys_an_ended_session_by_its_values_at_its_last_store() {
     // key is s1's (0, 1), tail first (A, then C), then s2's B (3). Had the snapshot
     // been taken only when the entry was opened, B (3) would go before s1's (5).
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(3)),
         evict: evict_by_priority(),
-        ..PoolConfig::default()
+        ..capped(3)
     });
     w.env.set(1, &[5.0, 1.0]);
     w.env.set(2, &[3.0, 2.0]);
@@ -1023,9 +972,8 @@ fn r12_s3_a_tier_refuses_a_block_of_a_session_it_cannot_key() {
     // changes nothing (no event, time not advanced). A duplicate key needs no
     // ordering and is still `Duplicate`; an lru tier needs no attributes at all.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(3)),
         evict: evict_by_priority(),
-        ..PoolConfig::default()
+        ..capped(3)
     });
     w.env.set(1, &[1.0, 1.0]);
     w.pool
@@ -1069,10 +1017,9 @@ fn r12_tier_hits_come_only_from_the_pool_spilled_into() {
     // 2): pool 1 (the tier) and pool 2 (another pool). s1's hold of 4 units hits
     // nothing in kv; asked with pool 2 it finds no tier hit, with pool 1 it finds 2.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(8)),
         block: Units(2),
         spill: Some(spill_policy(true)),
-        ..PoolConfig::default()
+        ..capped(8)
     });
     let holder = |pool: u32| {
         let mut p = Pool::new(PoolConfig {
@@ -1144,9 +1091,7 @@ fn r13_grow_evicts_cache_and_never_hits() {
     // cap 4, block 1. e0 = run 1 (2 units). A holds 2 units of run 2 (4 long) and
     // grows by 1: 2 + 2 + 1 > 4 → one eviction (e0's tail); a grow never hits.
     let mut w = World::new(4, 1);
-    w.enqueue(1, hdr(2, &[(1, 2)]));
-    w.compute(1, 2);
-    w.release(1);
+    w.cache(1, hdr(2, &[(1, 2)]));
     w.enqueue(2, hdr(2, &[(2, 4)]));
     w.events();
     assert_eq!(w.grow(2, 1), Grown::Grown);
@@ -1160,9 +1105,8 @@ fn r13_lifo_grower_can_be_its_own_victim() {
     // by 3: victim is B itself. Its 2 computed units are cached; it waits at the head.
     // A is untouched.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(4)),
         preempt: Preempt::Lifo,
-        ..PoolConfig::default()
+        ..capped(4)
     });
     w.enqueue(1, hdr(2, &[(1, 2)]));
     w.enqueue(2, hdr(2, &[(2, 4)]));
@@ -1189,9 +1133,8 @@ fn r13_lifo_skips_holders_that_are_not_residents() {
     // cap 6, block 1. A, B, C hold 2 each; C is not a resident of the stage. A grows
     // by 1: victim B (most recently admitted resident), not C.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(6)),
         preempt: Preempt::Lifo,
-        ..PoolConfig::default()
+        ..capped(6)
     });
     for id in 1..=3 {
         w.enqueue(id, hdr(2, &[(id, 2)]));
@@ -1205,9 +1148,8 @@ fn r13_lifo_skips_holders_that_are_not_residents() {
 #[test]
 fn r13_lifo_without_residents_waits() {
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(2)),
         preempt: Preempt::Lifo,
-        ..PoolConfig::default()
+        ..capped(2)
     });
     w.enqueue(1, hdr(2, &[(1, 2)]));
     w.env.non_residents.insert(s(1));
@@ -1272,9 +1214,7 @@ fn stage_admission_allocates_the_units_the_stage_gives() {
     // hit + min(20 − 16, chunk 2) = 18 units: 5 blocks allocated (20 units), the fit
     // judged on max(18, 20) = 20.
     let mut w = World::new(64, 4);
-    w.enqueue(1, hdr(16, &[(1, 16)]));
-    w.compute(1, 16);
-    w.release(1);
+    w.cache(1, hdr(16, &[(1, 16)]));
     w.enqueue_only(2, hdr(20, &[(1, 16), (2, 4)]).with_max_hit(Units(19)));
     w.events();
     let mut asked = None;
@@ -1326,9 +1266,7 @@ fn stage_admission_declines_blocks_and_reports_empty_without_changing_anything()
 #[test]
 fn stage_admission_refuses_fewer_units_than_the_hit() {
     let mut w = World::new(16, 4);
-    w.enqueue(1, hdr(8, &[(1, 8)]));
-    w.compute(1, 8);
-    w.release(1);
+    w.cache(1, hdr(8, &[(1, 8)]));
     w.enqueue_only(2, hdr(8, &[(1, 8)]));
     let env = w.env.clone();
     assert_eq!(
@@ -1349,9 +1287,8 @@ fn a_step_host_revises_a_preempted_header() {
     // itself. Its sequence is now 6: the host revises units 6, reserve 6, max_hit 5.
     // A releases; B re-enters hitting its own 4 cached units and allocates 6.
     let mut w = World::with(PoolConfig {
-        cap: Limit::Finite(Units(8)),
         preempt: Preempt::Lifo,
-        ..PoolConfig::default()
+        ..capped(8)
     });
     w.enqueue(1, hdr(4, &[(1, 4)]));
     w.enqueue(2, hdr(4, &[(2, 8)]));
