@@ -8,7 +8,7 @@ mod host_support;
 
 use host_support::*;
 use poolrt::config::{Input, Layout, SpillPolicy};
-use poolrt::host::{HostConfig, PoolDecl, PoolMember};
+use poolrt::host::{HostConfig, PoolDecl, PoolMember, Report};
 use poolrt::policy::{CodeHandle, Shape, SpillFns};
 use poolrt::{
     BlockKey, EntryId, Env, Event, Limit, Pool, PoolConfig, PoolRef, Query, RunId, SessionId,
@@ -70,6 +70,18 @@ fn tiered() -> HostConfig {
     }
 }
 
+/// The replay both R12/R17 log tests work out by hand: s0 (run 1, 8 units) at 0, s1
+/// (run 2, 12 units) at 1, s2 (s0's prompt again) at 6, one output token each.
+fn replay() -> (Report, Vec<Value>) {
+    let w = workload(vec![
+        sess(0.0, 8, 1, &[(1, 8)]),
+        sess(1.0, 12, 1, &[(2, 12)]),
+        sess(6.0, 8, 1, &[(1, 8)]),
+    ]);
+    let (r, _, lines) = run(tiered(), &w);
+    (r, lines)
+}
+
 fn events<'a>(lines: &'a [Value], ev: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["ev"] == ev).collect()
 }
@@ -86,12 +98,7 @@ fn r12_r17_spills_take_link_time_and_a_tier_hit_waits_for_its_load() {
     //     admitted with no tokens and waits.
     // t10: the load is done: s2 computes its last 4 (evicting and spilling (2,7), done
     //     at 12) and gets its token at 11: a TTFT of 5 instead of 1.
-    let w = workload(vec![
-        sess(0.0, 8, 1, &[(1, 8)]),
-        sess(1.0, 12, 1, &[(2, 12)]),
-        sess(6.0, 8, 1, &[(1, 8)]),
-    ]);
-    let (r, _, lines) = run(tiered(), &w);
+    let (r, lines) = replay();
     let stores: Vec<Value> = events(&lines, "store")
         .iter()
         .map(|l| json!([l["t"], l["pool"], l["session"], l["key"], l["entry"]]))
@@ -168,12 +175,7 @@ fn r12_a_tier_hit_logs_tier_load_and_a_completed_write_logs_store_in_the_tier() 
     //     tier hit is one block, 4 units, loaded with `units` = 4 at rate 2: work 4.
     // The four writes join host one block (4 units) each, never allocated, nothing
     // queued there: cached 4, 8, 12, 16; s0's blocks in entry 0, s1's in entry 1.
-    let w = workload(vec![
-        sess(0.0, 8, 1, &[(1, 8)]),
-        sess(1.0, 12, 1, &[(2, 12)]),
-        sess(6.0, 8, 1, &[(1, 8)]),
-    ]);
-    let (r, _, lines) = run(tiered(), &w);
+    let (r, lines) = replay();
     let state = |l: &Value| json!([l["allocated"], l["cached"], l["queued"]]);
     let loads: Vec<Value> = events(&lines, "tier_load")
         .iter()
@@ -268,11 +270,8 @@ fn key(run: u64, offset: u64) -> BlockKey {
     }
 }
 
-#[test]
-fn r12_tier_entries_keep_release_time_order_and_gather_by_session() {
-    // A tier of 2 blocks. s5's block (released at 10) arrives first, then s3's
-    // (released at 5): s3's entry is older, so it is placed first and evicted first
-    // when s7's block needs room, although it arrived later.
+/// A tier of 2 blocks of 4 units, logging.
+fn small_tier() -> Pool {
     let mut tier = Pool::new(PoolConfig {
         cap: Limit::Finite(Units(8)),
         block: Units(4),
@@ -280,6 +279,15 @@ fn r12_tier_entries_keep_release_time_order_and_gather_by_session() {
     })
     .unwrap();
     tier.set_logging(true);
+    tier
+}
+
+#[test]
+fn r12_tier_entries_keep_release_time_order_and_gather_by_session() {
+    // A tier of 2 blocks. s5's block (released at 10) arrives first, then s3's
+    // (released at 5): s3's entry is older, so it is placed first and evicted first
+    // when s7's block needs room, although it arrived later.
+    let mut tier = small_tier();
     let env = NoEnv;
     let put = |t: &mut Pool, now: f64, s: u64, k: BlockKey, last: f64| {
         let r = t.accept_spill(now, SessionId(s), k, last, &env).unwrap();
@@ -325,13 +333,7 @@ fn r12_accept_spill_logs_store_after_the_evictions_that_made_room() {
     // A tier of 2 blocks of 4. Two stores fill it (cached 4, then 8); a duplicate logs
     // nothing; a third block first evicts the oldest entry's block (s1's, cached 4)
     // and then is stored (cached 8) in a new entry, id 2.
-    let mut tier = Pool::new(PoolConfig {
-        cap: Limit::Finite(Units(8)),
-        block: Units(4),
-        ..PoolConfig::default()
-    })
-    .unwrap();
-    tier.set_logging(true);
+    let mut tier = small_tier();
     let env = NoEnv;
     tier.accept_spill(1.0, SessionId(1), key(1, 0), 0.5, &env)
         .unwrap();
