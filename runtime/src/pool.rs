@@ -590,6 +590,14 @@ impl Pool {
         }
     }
 
+    /// An operation past its checks (a refused one changes nothing): the pool's time
+    /// moves to `now`, and the notices are this operation's alone.
+    #[inline]
+    fn begin(&mut self, now: f64) {
+        self.now = now;
+        self.notices.clear();
+    }
+
     /// Puts a hold in the queue, or rejects it when it can never fit (R5). Does not
     /// admit: call [`Pool::settle`] after it (R9) unless a stage serves the pool.
     pub fn enqueue<E: Env + ?Sized>(
@@ -610,6 +618,7 @@ impl Pool {
         if header.chain.full_blocks(self.block) >= u64::from(NIL) {
             return Err(Error::TooManyBlocks(session));
         }
+        // `begin`, field by field: `vacant` still borrows the waiting set.
         self.now = now;
         self.notices.clear();
         if let Some(cap) = self.cap_blocks
@@ -633,8 +642,7 @@ impl Pool {
     /// hold does not fit (R8). Admissions and grows are in [`Pool::notices`].
     pub fn settle<E: Env + ?Sized>(&mut self, now: f64, env: &E) -> Result<(), Error> {
         self.check_time(now)?;
-        self.now = now;
-        self.notices.clear();
+        self.begin(now);
         if !self.grow_waiting(env) {
             return Ok(());
         }
@@ -647,8 +655,7 @@ impl Pool {
     /// whether no grow waits any more. Completed grows are in [`Pool::notices`].
     pub fn retry_grows<E: Env + ?Sized>(&mut self, now: f64, env: &E) -> Result<bool, Error> {
         self.check_time(now)?;
-        self.now = now;
-        self.notices.clear();
+        self.begin(now);
         Ok(self.grow_waiting(env))
     }
 
@@ -663,8 +670,7 @@ impl Pool {
         F: FnOnce(SessionId, Units, &Header) -> Option<Units>,
     {
         self.check_time(now)?;
-        self.now = now;
-        self.notices.clear();
+        self.begin(now);
         self.attempt(env, None, |s, hit, h| units_for(s, hit.local, h))
     }
 
@@ -690,8 +696,7 @@ impl Pool {
         F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
     {
         self.check_time(now)?;
-        self.now = now;
-        self.notices.clear();
+        self.begin(now);
         let target = self.spill.as_ref().map(|sp| sp.tier);
         let tier = tier.filter(|t| t.block == self.block && target == Some(t.me));
         self.attempt(env, tier, units_for)
@@ -721,8 +726,7 @@ impl Pool {
         if !duplicate && !no_room && self.snaps.on() && !answers && !self.snaps.has(session) {
             return Err(Error::NoAttrs(session));
         }
-        self.now = now;
-        self.notices.clear();
+        self.begin(now);
         if duplicate {
             return Ok(Stored::Duplicate);
         }
@@ -846,8 +850,7 @@ impl Pool {
             return Err(Error::GrowPending(session));
         }
         let units = h.units.checked_add(by.0).ok_or(Error::Overflow(session))?;
-        self.now = now;
-        self.notices.clear();
+        self.begin(now);
         loop {
             let held = self.holder(slot).held_blocks();
             let extra = Units(units).blocks_up(self.block) - held;
@@ -884,8 +887,7 @@ impl Pool {
         if !self.holder_of.contains_key(&session) {
             return Err(Error::NotHolding(session));
         }
-        self.now = now;
-        self.notices.clear();
+        self.begin(now);
         let h = self.remove_holder(session);
         let cached = self.release_blocks(h, env);
         self.record(Event::Release { session, cached });
