@@ -26,6 +26,14 @@ pub const FORMAT: &str = "vllm-oracle/1";
 /// The vLLM release whose scheduler rules the host reproduces.
 pub const VLLM_VERSION: &str = "0.33.0";
 
+/// The one value of a config.json setting that the replay honours.
+#[derive(Clone, Copy)]
+enum Honoured {
+    Text(&'static str),
+    Whole(u64),
+    Flag(bool),
+}
+
 /// Why a scenario could not be replayed or compared. A mismatch is not an error: it
 /// is an [`Outcome`] with a divergence.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,13 +142,26 @@ impl Settings {
                 .as_bool()
                 .ok_or_else(|| format_err(format!("`{key}` is not true or false")))
         };
-        let unsupported = |setting: &str, value: &Value, why: &'static str| {
-            Err(ConformError::Unsupported {
+        let unsupported =
+            |setting: &str, value: &Value, why: &'static str| ConformError::Unsupported {
                 path: path.to_path_buf(),
                 setting: setting.to_string(),
                 value: value.to_string(),
                 why,
-            })
+            };
+        // Each row: a setting, the one value the replay honours, why no other is.
+        let honour = |table: &[(&str, Honoured, &'static str)]| {
+            for &(setting, honoured, why) in table {
+                let honours = match honoured {
+                    Honoured::Text(t) => text(setting)? == t,
+                    Honoured::Whole(n) => num(setting)? == n,
+                    Honoured::Flag(b) => flag(setting)? == b,
+                };
+                if !honours {
+                    return Err(unsupported(setting, get(setting)?, why));
+                }
+            }
+            Ok(())
         };
 
         let format = text("format")?;
@@ -150,30 +171,26 @@ impl Settings {
             )));
         }
         // The order of the checks is the order a reader meets them in FORMAT.md.
-        if text("vllm_version")? != VLLM_VERSION {
-            return unsupported(
+        honour(&[
+            (
                 "vllm_version",
-                get("vllm_version")?,
+                Honoured::Text(VLLM_VERSION),
                 "the replay reproduces vLLM 0.33.0's scheduler rules; another release \
                  may decide differently",
-            );
-        }
-        if text("scheduler_class")? != "Scheduler" {
-            return unsupported(
+            ),
+            (
                 "scheduler_class",
-                get("scheduler_class")?,
+                Honoured::Text("Scheduler"),
                 "only the synchronous `Scheduler` is reproduced (async scheduling updates \
                  a step after the next one is scheduled)",
-            );
-        }
-        if text("policy")? != "fcfs" {
-            return unsupported(
+            ),
+            (
                 "policy",
-                get("policy")?,
+                Honoured::Text("fcfs"),
                 "only FCFS is reproduced; the priority policy orders the waiting queue \
                  and chooses preemption victims by priority",
-            );
-        }
+            ),
+        ])?;
         let block = num("block_size")?;
         let num_blocks = num("num_blocks")?;
         let usable_blocks = num("usable_blocks")?;
@@ -184,110 +201,92 @@ impl Settings {
                  null block excluded)"
             )));
         }
-        if num("null_block_id")? != 0 {
-            return unsupported(
-                "null_block_id",
-                get("null_block_id")?,
-                "vLLM's null block is block 0 in every recorded pool",
-            );
-        }
+        honour(&[(
+            "null_block_id",
+            Honoured::Whole(0),
+            "vLLM's null block is block 0 in every recorded pool",
+        )])?;
         let seats = num("max_num_seqs")?;
         if let Some(active) = config.get("max_num_active_seqs")
             && active.as_u64() != Some(seats)
         {
-            return unsupported(
+            return Err(unsupported(
                 "max_num_active_seqs",
                 active,
                 "the running list is limited by max_num_seqs alone (seats)",
-            );
+            ));
         }
         let budget = num("max_num_batched_tokens")?;
         if num("max_num_scheduled_tokens")? != budget {
-            return unsupported(
+            return Err(unsupported(
                 "max_num_scheduled_tokens",
                 get("max_num_scheduled_tokens")?,
                 "the stage has one token budget, so it must equal max_num_batched_tokens",
-            );
+            ));
         }
         let max_model_len = num("max_model_len")?;
         let chunk = num("long_prefill_token_threshold")?;
-        if flag("long_prefill_token_threshold_adaptive")? {
-            return unsupported(
-                "long_prefill_token_threshold_adaptive",
-                get("long_prefill_token_threshold_adaptive")?,
-                "an adaptive threshold changes the chunk from step to step; `chunk` is fixed",
-            );
-        }
+        honour(&[(
+            "long_prefill_token_threshold_adaptive",
+            Honoured::Flag(false),
+            "an adaptive threshold changes the chunk from step to step; `chunk` is fixed",
+        )])?;
         let watermark = get("watermark")?;
         if watermark.as_f64() != Some(0.0) {
-            return unsupported(
+            return Err(unsupported(
                 "watermark",
                 watermark,
                 "vLLM then keeps watermark_blocks free when admitting next to running \
                  requests; the pool has no watermark",
-            );
+            ));
         }
-        if num("watermark_blocks")? != 0 {
-            return unsupported(
+        honour(&[
+            (
                 "watermark_blocks",
-                get("watermark_blocks")?,
+                Honoured::Whole(0),
                 "vLLM then keeps that many blocks free when admitting next to running \
                  requests; the pool has no watermark",
-            );
-        }
-        if !flag("reserve_full_isl")? {
-            return unsupported(
+            ),
+            (
                 "reserve_full_isl",
-                get("reserve_full_isl")?,
+                Honoured::Flag(true),
                 "without it vLLM admits on the first chunk's blocks alone; the pool \
                  admits only when the whole sequence fits",
-            );
-        }
-        if flag("async_scheduling")? {
-            return unsupported(
+            ),
+            (
                 "async_scheduling",
-                get("async_scheduling")?,
+                Honoured::Flag(false),
                 "async scheduling updates a step after the next one is scheduled, so \
                  finishes lag by a step; the host finishes sessions in the iteration \
                  that computes their last token",
-            );
-        }
-        if !flag("enable_prefix_caching")? {
-            return unsupported(
+            ),
+            (
                 "enable_prefix_caching",
-                get("enable_prefix_caching")?,
+                Honoured::Flag(true),
                 "the pool always caches released blocks by content",
-            );
-        }
-        if !flag("enable_chunked_prefill")? {
-            return unsupported(
+            ),
+            (
                 "enable_chunked_prefill",
-                get("enable_chunked_prefill")?,
+                Honoured::Flag(true),
                 "the step stage always splits a prefill that exceeds the budget left",
-            );
-        }
-        if num("prefill_schedule_interval")? != 1 {
-            return unsupported(
+            ),
+            (
                 "prefill_schedule_interval",
-                get("prefill_schedule_interval")?,
+                Honoured::Whole(1),
                 "the step stage admits every iteration",
-            );
-        }
-        if num("num_lookahead_tokens")? != 0 {
-            return unsupported(
+            ),
+            (
                 "num_lookahead_tokens",
-                get("num_lookahead_tokens")?,
+                Honoured::Whole(0),
                 "lookahead slots (speculative decoding) are not modelled",
-            );
-        }
-        if num("num_spec_tokens")? != 0 {
-            return unsupported(
+            ),
+            (
                 "num_spec_tokens",
-                get("num_spec_tokens")?,
+                Honoured::Whole(0),
                 "speculative decoding schedules several tokens per decode and rejects \
                  some of them; a decode takes exactly one token here",
-            );
-        }
+            ),
+        ])?;
         if budget == 0 || seats == 0 {
             return Err(format_err(
                 "max_num_seqs and max_num_batched_tokens must be at least 1".to_string(),
