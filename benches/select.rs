@@ -9,6 +9,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use poolc::bench::order_bits;
 use poolc::codegen::{compile_key_list, compile_program};
 use poolc::interp;
 use poolc::ir::{BinaryOp, Expr, Slot};
@@ -101,17 +102,6 @@ fn priority_last_rows(n: usize) -> Vec<f64> {
     (0..n)
         .flat_map(|_| [rng.below(4), rng.unit() * 1000.0])
         .collect()
-}
-
-/// E5 order as integers, the same mapping the JIT uses, so that the hand-written
-/// loops implement the same order (NaN greatest, −0 == +0) and not a cheaper one.
-#[inline(always)]
-fn order_bits(x: f64) -> i64 {
-    if x.is_nan() {
-        return i64::MAX;
-    }
-    let bits = if x == 0.0 { 0 } else { x.to_bits() as i64 };
-    bits ^ (((bits >> 63) as u64) >> 1) as i64
 }
 
 /// The Ascend policy written by hand in Rust.

@@ -795,8 +795,17 @@ fn canon(e: &Expr, row: &[String], ctx: &[String]) -> String {
 const ASCEND_LANE: &str = "(? immediate 0.0 (? (&& (> prompt 128.0) (>= (- now enqueued) 3.0)) \
                            1.0 (? (<= prompt 128.0) 2.0 3.0)))";
 
-fn names(inputs: &[ir::Input], p: &Program) -> Vec<String> {
-    inputs.iter().map(|i| input_name(i, p)).collect()
+/// A site's keys in [`canon`] form, with the names of its row and ctx slots (the
+/// layout the hand-written functions must match as well): `(keys, row, ctx)`.
+fn canon_site(
+    keys: &[ir::SiteExpr],
+    layout: &ir::Layout,
+    p: &Program,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let names = |inputs: &[ir::Input]| inputs.iter().map(|i| input_name(i, p)).collect();
+    let (row, ctx): (Vec<String>, Vec<String>) = (names(&layout.row), names(&layout.ctx));
+    let keys = keys.iter().map(|k| canon(&k.expr, &row, &ctx)).collect();
+    (keys, row, ctx)
 }
 
 /// Recognises a pool's queue policy (and its slot layout, which the hand-written
@@ -806,9 +815,7 @@ pub fn known_queue(p: &Program, pool: PoolId) -> KnownQueue {
     let ir::QueuePolicy::By(keys) = &cp.queue else {
         return KnownQueue::Fifo;
     };
-    let row = names(&cp.queue_layout.row, p);
-    let ctx = names(&cp.queue_layout.ctx, p);
-    let keys: Vec<String> = keys.iter().map(|k| canon(&k.expr, &row, &ctx)).collect();
+    let (keys, row, ctx) = canon_site(keys, &cp.queue_layout, p);
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     if keys == ["priority", "serial"] && row == ["serial", "priority"] && ctx.is_empty() {
         KnownQueue::PrioritySerial
@@ -828,9 +835,7 @@ pub fn known_evict(p: &Program, pool: PoolId) -> KnownEvict {
     let ir::Evict::By(keys) = &cp.evict else {
         return KnownEvict::Lru;
     };
-    let row = names(&cp.entry_layout.row, p);
-    let ctx = names(&cp.entry_layout.ctx, p);
-    let keys: Vec<String> = keys.iter().map(|k| canon(&k.expr, &row, &ctx)).collect();
+    let (keys, row, _) = canon_site(keys, &cp.entry_layout, p);
     let last = row.iter().position(|n| n == "last");
     match last {
         Some(l @ 1..=3) if keys == ["priority", "last"] && row[0] == "priority" => {
@@ -1011,10 +1016,11 @@ fn interp_list<const T: usize>(
 
 // Hand-written Rust, in E5 order: NaN greatest, −0 == +0.
 
-/// E5 order as integers (the mapping the JIT uses), so that the hand-written loops
-/// implement the same order and not a cheaper one.
+/// E5 order as integers (the mapping the JIT uses: NaN greatest, −0 == +0), so that
+/// the hand-written loops, here and in benches/select.rs, implement the same order
+/// and not a cheaper one.
 #[inline(always)]
-fn order_bits(x: f64) -> i64 {
+pub fn order_bits(x: f64) -> i64 {
     if x.is_nan() {
         return i64::MAX;
     }
