@@ -11,7 +11,6 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cranelift_codegen::isa::OwnedTargetIsa;
-use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, default_libcall_names};
 use poolrt::policy::{
@@ -20,7 +19,8 @@ use poolrt::policy::{
 
 use super::lower::{self, FnKind, Keys};
 use super::{
-    CodegenError, Compiled, Definer, ListPlan, Planned, ProgramPlan, list_plan_of, module_err,
+    CodegenError, Compiled, Definer, ListPlan, Planned, ProgramPlan, isa_flags, list_plan_of,
+    module_err,
 };
 use crate::ir::{self, Expr};
 
@@ -185,30 +185,12 @@ fn native_isa() -> Result<OwnedTargetIsa, CodegenError> {
 /// that tests can reach the libcall paths a machine without SSE4.1 takes.
 fn host_isa(detect_features: bool) -> Result<OwnedTargetIsa, CodegenError> {
     let isa_err = |m: String| CodegenError::Isa(m);
-    let mut flags = settings::builder();
     // `is_pic` off and non-colocated libcalls are what cranelift-jit requires (calls
-    // may be far from the code). The verifier costs a third of the compile time
-    // (docs/PERFORMANCE.md); debug builds, and so every test, keep it.
-    let verify = if cfg!(debug_assertions) {
-        "true"
-    } else {
-        "false"
-    };
-    for (name, value) in [
-        ("opt_level", "speed"),
-        ("is_pic", "false"),
-        ("use_colocated_libcalls", "false"),
-        ("enable_verifier", verify),
-    ] {
-        flags
-            .set(name, value)
-            .map_err(|e| isa_err(format!("flag {name}={value}: {e}")))?;
-    }
+    // may be far from the code).
+    let flags = isa_flags(false, isa_err)?;
     let builder = cranelift_native::builder_with_options(detect_features)
         .map_err(|m| isa_err(m.to_string()))?;
-    builder
-        .finish(settings::Flags::new(flags))
-        .map_err(|e| isa_err(e.to_string()))
+    builder.finish(flags).map_err(|e| isa_err(e.to_string()))
 }
 
 // Host implementations of what generated code calls. A Rust binary does not export

@@ -1,13 +1,14 @@
 //! Code generation: from a checked `ir::Program` to the policy functions of
 //! docs/ABI.md. This module owns the *plan* (which functions a program needs, their
 //! symbol names, the slot shapes they read), the one sequence by which every backend
-//! declares, lowers and defines a planned function ([`Definer`]), the error type, the
-//! bundle of policy structs ([`Compiled`]) and the public API; [`lower`] turns one
-//! planned function into Cranelift IR for any module and ISA, `jit` owns the JIT
-//! module and its memory, and [`object`] writes the same functions into an object
-//! file for any supported target. Nothing here parses, checks names or evaluates
-//! expressions (that is `sema` and `interp`), links or loads libraries (`build`,
-//! `sharedobj`), and nothing here may assume the host is x86-64.
+//! declares, lowers and defines a planned function ([`Definer`]), the Cranelift flags
+//! they share, the error type, the bundle of policy structs ([`Compiled`]) and the
+//! public API; [`lower`] turns one planned function into Cranelift IR for any module
+//! and ISA, `jit` owns the JIT module and its memory, and [`object`] writes the same
+//! functions into an object file for any supported target. Nothing here parses,
+//! checks names or evaluates expressions (that is `sema` and `interp`), links or
+//! loads libraries (`build`, `sharedobj`), and nothing here may assume the host is
+//! x86-64.
 //!
 //! Symbols: `pool_<P>_queue_key<i>`, `pool_<P>_queue_cmp`, `pool_<P>_queue_select`,
 //! the same with `evict`, `pool_<P>_spill_pred`, `pool_<P>_spill_work` and
@@ -22,6 +23,7 @@ pub mod object;
 use std::fmt;
 
 use cranelift_codegen::control::ControlPlane;
+use cranelift_codegen::settings::{self, Configurable};
 use cranelift_codegen::{Context, ir as clir};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_module::{FuncId, Linkage, Module, ModuleError};
@@ -300,6 +302,35 @@ impl Definer {
         }
         Ok(self.text())
     }
+}
+
+/// The Cranelift flags of every backend: tuned for speed, libcalls never colocated
+/// (generated code may lie far from them, or they are in another library), position
+/// independence as the backend needs, and the verifier only in debug builds, and so
+/// in every test (it costs a third of the compile time, docs/PERFORMANCE.md).
+/// `isa_err` words a refused flag for its backend.
+pub(crate) fn isa_flags(
+    is_pic: bool,
+    isa_err: impl Fn(String) -> CodegenError,
+) -> Result<settings::Flags, CodegenError> {
+    let mut flags = settings::builder();
+    let verify = if cfg!(debug_assertions) {
+        "true"
+    } else {
+        "false"
+    };
+    let is_pic = if is_pic { "true" } else { "false" };
+    for (name, value) in [
+        ("opt_level", "speed"),
+        ("is_pic", is_pic),
+        ("use_colocated_libcalls", "false"),
+        ("enable_verifier", verify),
+    ] {
+        flags
+            .set(name, value)
+            .map_err(|e| isa_err(format!("flag {name}={value}: {e}")))?;
+    }
+    Ok(settings::Flags::new(flags))
 }
 
 pub(crate) fn module_err(function: Option<&str>) -> impl Fn(ModuleError) -> CodegenError + '_ {

@@ -12,13 +12,12 @@ use std::str::FromStr;
 use cranelift_codegen::ir::types::I64;
 use cranelift_codegen::ir::{self as clir, AbiParam, InstBuilder, MemFlagsData, Signature};
 use cranelift_codegen::isa::OwnedTargetIsa;
-use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_module::{DataDescription, Linkage, Module, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use target_lexicon::{Architecture, BinaryFormat, Environment, OperatingSystem, Triple};
 
-use super::{CodegenError, Definer, ProgramPlan, all_functions, module_err};
+use super::{CodegenError, Definer, ProgramPlan, all_functions, isa_flags, module_err};
 use crate::ir;
 
 /// The triples `poolc build` generates for, in the wording of error messages.
@@ -231,27 +230,12 @@ pub fn emit_object(
 /// speed, position-independent so the object links into a shared library.
 fn target_isa(target: &Target) -> Result<OwnedTargetIsa, CodegenError> {
     let isa_err = |m: String| CodegenError::Isa(format!("{target}: {m}"));
-    let mut flags = settings::builder();
-    // As in the JIT: the verifier only in debug builds (docs/PERFORMANCE.md).
-    let verify = if cfg!(debug_assertions) {
-        "true"
-    } else {
-        "false"
-    };
-    for (name, value) in [
-        ("opt_level", "speed"),
-        ("is_pic", "true"),
-        // Libcalls go through the PLT: libm is another library.
-        ("use_colocated_libcalls", "false"),
-        ("enable_verifier", verify),
-    ] {
-        flags
-            .set(name, value)
-            .map_err(|e| isa_err(format!("flag {name}={value}: {e}")))?;
-    }
+    // Position-independent, so the object links into a shared library; libcalls go
+    // through the PLT, libm being another library.
+    let flags = isa_flags(true, isa_err)?;
     cranelift_codegen::isa::lookup(target.triple().clone())
         .map_err(|e| isa_err(e.to_string()))?
-        .finish(settings::Flags::new(flags))
+        .finish(flags)
         .map_err(|e| isa_err(e.to_string()))
 }
 
