@@ -3,17 +3,12 @@
 //! with the documented fields, the built-in policies get a hand-written Rust
 //! backend, and bad arguments are clear errors.
 
-use std::process::{Command, Output};
+mod cli_support;
 
+use std::process::Output;
+
+use cli_support::poolc;
 use serde_json::Value;
-
-fn poolc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_poolc"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the poolc binary runs")
-}
 
 const TINY: [&str; 6] = ["--ops", "200", "--repeats", "2", "--queue", "12"];
 

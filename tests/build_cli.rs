@@ -6,19 +6,13 @@
 //! broken spec (1) and usage errors (2).
 
 mod build_support;
+mod cli_support;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
 use build_support::TempDir;
-
-fn poolc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_poolc"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the poolc binary runs")
-}
+use cli_support::poolc;
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

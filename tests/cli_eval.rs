@@ -2,34 +2,29 @@
 //! from the seed's Ascend lanes, the JIT and `--interp` printing the same lines, and
 //! the exit codes of each kind of mistake.
 
-use std::process::{Command, Output};
+mod cli_support;
 
-fn poolc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_poolc"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the poolc binary runs")
-}
+use std::process::Output;
+
+use cli_support::poolc;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `poolc eval SPEC --pool POOL --site SITE ARGS…`.
+fn eval(spec: &str, pool: &str, site: &str, args: &[&str]) -> Output {
+    let mut all = vec!["eval", spec, "--pool", pool, "--site", site];
+    all.extend_from_slice(args);
+    poolc(&all)
+}
+
 fn ascend(inputs: &[&str], interp: bool) -> String {
-    let mut args = vec![
-        "eval",
-        "examples/ascend.pool",
-        "--pool",
-        "kv",
-        "--site",
-        "queue",
-    ];
-    args.extend_from_slice(inputs);
+    let mut args = inputs.to_vec();
     if interp {
         args.push("--interp");
     }
-    let o = poolc(&args);
+    let o = eval("examples/ascend.pool", "kv", "queue", &args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     stdout(&o)
 }
@@ -77,72 +72,27 @@ fn eval_attribute_defaults_fill_inputs_not_given() {
 
 #[test]
 fn eval_spill_work_and_stage_time() {
-    let o = poolc(&[
-        "eval",
-        "examples/tiered.pool",
-        "--pool",
-        "kv",
-        "--site",
-        "work",
-        "units=16",
-    ]);
+    let o = eval("examples/tiered.pool", "kv", "work", &["units=16"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // work = units * 131072
     assert_eq!(stdout(&o), format!("{:?}\n", 16.0 * 131072.0));
-    let o = poolc(&[
-        "eval",
-        "examples/vllm.pool",
-        "--pool",
-        "engine",
-        "--site",
-        "time",
-        "tokens=1000",
-    ]);
+    let o = eval("examples/vllm.pool", "engine", "time", &["tokens=1000"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout(&o), format!("{:?}\n", 0.005 + 0.00002 * 1000.0));
 }
 
 #[test]
 fn eval_mistakes_name_what_is_wrong() {
-    let o = poolc(&[
-        "eval",
-        "examples/ascend.pool",
-        "--pool",
-        "kv",
-        "--site",
-        "queue",
-        "prompt=3",
-    ]);
+    let o = eval("examples/ascend.pool", "kv", "queue", &["prompt=3"]);
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("waited") && err.contains("serial"), "{err}");
-    let o = poolc(&[
-        "eval",
-        "examples/ascend.pool",
-        "--pool",
-        "nope",
-        "--site",
-        "queue",
-    ]);
+    let o = eval("examples/ascend.pool", "nope", "queue", &[]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no pool named `nope`"));
-    let o = poolc(&[
-        "eval",
-        "examples/vllm.pool",
-        "--pool",
-        "kv",
-        "--site",
-        "queue",
-    ]);
+    let o = eval("examples/vllm.pool", "kv", "queue", &[]);
     assert_eq!(o.status.code(), Some(1), "a fifo pool has no queue keys");
-    let o = poolc(&[
-        "eval",
-        "examples/vllm.pool",
-        "--pool",
-        "kv",
-        "--site",
-        "sideways",
-    ]);
+    let o = eval("examples/vllm.pool", "kv", "sideways", &[]);
     assert_eq!(o.status.code(), Some(2), "an unknown site is a usage error");
 }
 

@@ -3,18 +3,12 @@
 //! (all but the wall clock), the `--log` lines, `--set`, and clear errors with the
 //! file and line for bad input.
 
+mod cli_support;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
+use cli_support::poolc;
 use serde_json::Value;
-
-fn poolc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_poolc"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("the poolc binary runs")
-}
 
 fn json(args: &[&str]) -> Value {
     let o = poolc(args);

@@ -7,10 +7,13 @@
 //! clear errors with exit 1; and a spec with another preemption policy diverges, so
 //! the comparison is not vacuous.
 
+mod cli_support;
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
+use cli_support::poolc;
 use poolc::conform::{self, ConformError, Settings};
 use serde_json::Value;
 
@@ -52,14 +55,6 @@ const OURS: [(&str, usize); 7] = [
     ("l_bs16_tiny_budget", 2463),
     ("m_bs8_odd_budget", 2622),
 ];
-
-fn poolc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_poolc"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("the poolc binary runs")
-}
 
 fn text(o: &Output) -> (String, String) {
     (
