@@ -13,37 +13,10 @@ use proptest::prelude::*;
 
 mod expr_tree;
 
+use expr_tree::{SPECIAL, same};
+
 const NAN: f64 = f64::NAN;
 const INF: f64 = f64::INFINITY;
-
-/// Values that make IEEE corners visible: zeros of both signs, infinities, NaNs of
-/// both signs, the ends of the range, subnormals and integers around 2^53.
-const SPECIAL: [f64; 24] = [
-    0.0,
-    -0.0,
-    1.0,
-    -1.0,
-    0.5,
-    -2.5,
-    3.0,
-    128.0,
-    INF,
-    -INF,
-    NAN,
-    -NAN,
-    f64::MAX,
-    f64::MIN,
-    f64::MIN_POSITIVE,
-    5e-324,
-    -5e-324,
-    1e-300,
-    9007199254740992.0, // 2^53
-    9007199254740993.0, // rounds to 2^53
-    9007199254740991.0, // 2^53 − 1
-    -9007199254740992.0,
-    1e300,
-    0.1,
-];
 
 fn value() -> impl Strategy<Value = f64> {
     prop_oneof![
@@ -68,11 +41,6 @@ fn leaf() -> impl Strategy<Value = Expr> {
 /// arguments), the ternary and both slot kinds.
 fn expr() -> impl Strategy<Value = Expr> {
     expr_tree::tree(leaf())
-}
-
-/// Equal bits, or both NaN (NaN payloads and signs are not part of the contract).
-fn same(a: f64, b: f64) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
 const BATCH: usize = 100;

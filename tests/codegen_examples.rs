@@ -3,8 +3,12 @@
 //! and `work` and stage `time` bit for bit, and `select`/`cmp` by index and sign.
 //! This is what `poolc eval` on the examples relies on.
 
-use std::path::{Path, PathBuf};
+mod build_support;
 
+use std::path::Path;
+
+use build_support::examples;
+use build_support::expr_tree::same;
 use poolc::interp;
 use poolc::ir::{Evict, Layout, QueuePolicy, SiteExpr};
 use poolc::{Compiled, Options, compile};
@@ -12,29 +16,9 @@ use poolrt::policy::KeyList;
 use proptest::prelude::*;
 use proptest::test_runner::TestRunner;
 
-fn examples() -> Vec<(PathBuf, String)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut out: Vec<(PathBuf, String)> = std::fs::read_dir(&dir)
-        .expect("examples/ exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).expect("example readable");
-            (p, text)
-        })
-        .collect();
-    out.sort();
-    assert!(!out.is_empty(), "no examples/*.pool found");
-    out
-}
-
 fn compile_example(path: &Path, text: &str) -> Compiled {
     compile(text, &Options::default())
         .unwrap_or_else(|d| panic!("{} does not compile: {d:#?}", path.display()))
-}
-
-fn same(a: f64, b: f64) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
 /// Input values: small integers (the realistic ones, with many ties) and IEEE corners.

@@ -1,9 +1,10 @@
 //! Shared helpers of the `poolc build` tests: unique temporary directories that
-//! clean up after themselves, the example specs, a checked program built by hand
-//! whose functions are random expression trees (the differential corpus of
-//! tests/codegen.rs, placed at every site: queue and evict keys, spill `when` and
-//! `work`, stage `time`), input values with IEEE corners and ties, and a build of a
-//! program with the library API. Nothing here asserts a rule itself.
+//! clean up after themselves, the example specs (which tests/codegen_examples.rs
+//! reads too), a checked program built by hand whose functions are random
+//! expression trees (the differential corpus of tests/codegen.rs, placed at every
+//! site: queue and evict keys, spill `when` and `work`, stage `time`), input values
+//! with IEEE corners and ties, and a build of a program with the library API.
+//! Nothing here asserts a rule itself.
 
 #![allow(dead_code)]
 
@@ -21,7 +22,8 @@ use poolc::ir::{
 use proptest::prelude::*;
 
 #[path = "../expr_tree/mod.rs"]
-mod expr_tree;
+pub mod expr_tree;
+use expr_tree::SPECIAL;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
@@ -107,40 +109,7 @@ pub fn build_so(program: &Program, dir: &TempDir, name: &str) -> PathBuf {
     out
 }
 
-/// Equal bits, or both NaN.
-pub fn same(a: f64, b: f64) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
-}
-
 // ---- the expression corpus ----
-
-/// Values that make IEEE corners visible (as tests/codegen.rs).
-pub const SPECIAL: [f64; 24] = [
-    0.0,
-    -0.0,
-    1.0,
-    -1.0,
-    0.5,
-    -2.5,
-    3.0,
-    128.0,
-    f64::INFINITY,
-    f64::NEG_INFINITY,
-    f64::NAN,
-    -f64::NAN,
-    f64::MAX,
-    f64::MIN,
-    f64::MIN_POSITIVE,
-    5e-324,
-    -5e-324,
-    1e-300,
-    9007199254740992.0,
-    9007199254740993.0,
-    9007199254740991.0,
-    -9007199254740992.0,
-    1e300,
-    0.1,
-];
 
 /// Input values: corners, any bits, small integers (ties are frequent).
 pub fn value() -> impl Strategy<Value = f64> {
