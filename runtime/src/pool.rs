@@ -1209,12 +1209,11 @@ impl Pool {
         let rows = &mut self.scratch.rows;
         rows.clear();
         rows.resize(n * stride, 0.0);
-        // Keys that read no row slot (only `now`, queries or constants) have empty
-        // rows: nothing to fill, and chunks of length 0 do not exist.
-        if stride > 0 {
-            for (row, w) in rows.chunks_exact_mut(stride).zip(self.queue.fifo_iter()) {
-                fill_queue_row(row, &layout.row, w, &self.store, self.block, env);
-            }
+        // Row i by its range, as for entry rows: a key list may read no row slot
+        // (only `now`, queries or constants), and every row is then empty.
+        for (i, w) in self.queue.fifo_iter().enumerate() {
+            let row = &mut rows[i * stride..(i + 1) * stride];
+            fill_queue_row(row, &layout.row, w, &self.store, self.block, env);
         }
         self.scratch.ctx.clear();
         for input in &layout.ctx {
