@@ -3,7 +3,7 @@
 //! `queue by (priority, serial)`, the seed's Ascend lanes) at queues of 10, 1,000 and
 //! 100,000 waiting holds, and evictions per second (`evict lru`, `evict by
 //! (priority, last)`) with 10, 1,000 and 100,000 cache entries. Both sides run the
-//! same seeded stream of `poolc::bench` with the same JIT-compiled key functions; one
+//! same seeded stream of `poolc::tools::bench` with the same JIT-compiled key functions; one
 //! criterion iteration is one admission (or one eviction), so criterion's
 //! elements/s are admissions/s (or evictions/s). docs/PERFORMANCE.md records the
 //! ratios. Run with
@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use naive::{NHold, Naive, NaiveConfig, NaiveKeys, NaiveSpill};
-use poolc::bench::{
+use poolc::tools::bench::{
     BenchEnv, BenchError, Counts, Driver, EngineMember, HoldSpec, Member, Phase, Stream,
     StreamShape, Wall,
 };
@@ -173,7 +173,7 @@ fn driver<M: Member>(
     let compiled = poolc::compile(source, &poolc::Options::default()).expect("bench spec compiles");
     let program = compiled.program();
     let pool = program.find_pool("kv").expect("the bench spec has kv");
-    let mut config = poolc::bench::pool_config(&compiled, pool, compiled.pool(pool))
+    let mut config = poolc::tools::bench::pool_config(&compiled, pool, compiled.pool(pool))
         .expect("policies match the IR");
     let (shape, warm) = match phase {
         Phase::Admission => (
@@ -182,13 +182,13 @@ fn driver<M: Member>(
                 Some(CAP / BLOCK),
                 n,
                 0.5,
-                poolc::bench::MAX_HOLD_BLOCKS,
+                poolc::tools::bench::MAX_HOLD_BLOCKS,
             )
             .expect("cap fits"),
             2 * CAP / BLOCK,
         ),
         Phase::Eviction => {
-            config.cap = Limit::Finite(Units(n as u64 * poolc::bench::EVICT_BLOCKS * BLOCK));
+            config.cap = Limit::Finite(Units(n as u64 * poolc::tools::bench::EVICT_BLOCKS * BLOCK));
             (StreamShape::eviction(BLOCK, n), 4096)
         }
     };

@@ -9,10 +9,10 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use poolc::bench::order_bits;
 use poolc::codegen::{compile_key_list, compile_program};
 use poolc::interp;
 use poolc::ir::{BinaryOp, Expr, Slot};
+use poolc::tools::bench::order_bits;
 use poolrt::policy::KeyList;
 
 const SIZES: [usize; 3] = [10, 1_000, 100_000];

@@ -13,7 +13,8 @@ mod conform;
 mod run;
 
 use poolc::diag::{self, Diagnostic};
-use poolc::{Options, codegen, eval, ir};
+use poolc::tools::eval;
+use poolc::{Options, codegen, ir};
 
 #[derive(Parser)]
 #[command(
@@ -114,7 +115,7 @@ enum Command {
         header: Option<PathBuf>,
         /// The start of every exported symbol: `<prefix>_pool_<P>_queue_select`, …
         #[arg(long, default_value = "poolc", value_parser = parse_prefix)]
-        prefix: poolc::codegen::object::Prefix,
+        prefix: poolc::aot::object::Prefix,
         #[command(flatten)]
         set: SetArgs,
     },
@@ -366,8 +367,8 @@ enum EmitArg {
     Obj,
 }
 
-fn parse_prefix(s: &str) -> Result<poolc::codegen::object::Prefix, String> {
-    poolc::codegen::object::Prefix::parse(s)
+fn parse_prefix(s: &str) -> Result<poolc::aot::object::Prefix, String> {
+    poolc::aot::object::Prefix::parse(s)
 }
 
 /// The options of `poolc build` besides the spec, output and `--set`.
@@ -376,12 +377,12 @@ struct BuildArgs {
     emit: EmitArg,
     linker: Option<String>,
     header: Option<PathBuf>,
-    prefix: poolc::codegen::object::Prefix,
+    prefix: poolc::aot::object::Prefix,
 }
 
 fn run_build(spec: &Path, output: &Path, args: BuildArgs, options: &Options) -> ExitCode {
-    use poolc::build::{BuildOptions, Emit};
-    use poolc::codegen::object::Target;
+    use poolc::aot::object::Target;
+    use poolc::aot::{BuildOptions, Emit};
     let target = match &args.target {
         Some(t) => Target::parse(t),
         None => Target::host(),
@@ -405,7 +406,7 @@ fn run_build(spec: &Path, output: &Path, args: BuildArgs, options: &Options) -> 
         header: args.header,
         source_name: spec.display().to_string(),
     };
-    match poolc::build::build(&program, output, &build_options) {
+    match poolc::aot::build(&program, output, &build_options) {
         Ok(built) => {
             println!(
                 "wrote {} ({}) and {}",

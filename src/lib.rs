@@ -2,18 +2,15 @@
 //! `sema` (AST → checked IR) → `interp` / `codegen` (IR → values / machine code).
 //! This crate never prints and never exits; `main.rs` does both.
 
-pub mod bench;
+pub mod aot;
 pub mod bridge;
-pub mod build;
 pub mod codegen;
-pub mod conform;
 pub mod diag;
-pub mod eval;
 pub mod interp;
 pub mod ir;
 pub mod sema;
-pub mod sharedobj;
 pub mod syntax;
+pub mod tools;
 
 pub use codegen::{Compiled, compile};
 use diag::Diagnostic;

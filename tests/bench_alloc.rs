@@ -9,7 +9,7 @@
 //! interpreter backend is left out: the reference interpreter builds a key vector
 //! per row by design.
 
-use poolc::bench::{
+use poolc::tools::bench::{
     Backend, Backends, Driver, EngineMember, Meter, Phase, Stream, StreamShape, Wall, pool_config,
 };
 use poolrt::{Limit, Pool, Units};
@@ -53,7 +53,7 @@ fn spec(path: &str) -> String {
 fn allocations(source: &str, phase: Phase, n: usize) -> Vec<(Backend, u64, u64)> {
     let compiled = poolc::compile(source, &poolc::Options::default()).expect("spec compiles");
     let program = compiled.program();
-    let pool = poolc::bench::default_pool(program).expect("a pool");
+    let pool = poolc::tools::bench::default_pool(program).expect("a pool");
     let backends = Backends::new(&compiled, pool).expect("backends");
     let block = program.pool(pool).block_units();
     let mut out = Vec::new();
@@ -69,13 +69,20 @@ fn allocations(source: &str, phase: Phase, n: usize) -> Vec<(Backend, u64, u64)>
                     Limit::Unbounded => 4096,
                 };
                 (
-                    StreamShape::admission(block, Some(cap), n, 0.5, poolc::bench::MAX_HOLD_BLOCKS)
-                        .expect("shape"),
+                    StreamShape::admission(
+                        block,
+                        Some(cap),
+                        n,
+                        0.5,
+                        poolc::tools::bench::MAX_HOLD_BLOCKS,
+                    )
+                    .expect("shape"),
                     3 * cap,
                 )
             }
             Phase::Eviction => {
-                config.cap = Limit::Finite(Units(n as u64 * poolc::bench::EVICT_BLOCKS * block));
+                config.cap =
+                    Limit::Finite(Units(n as u64 * poolc::tools::bench::EVICT_BLOCKS * block));
                 (StreamShape::eviction(block, n), 20_000)
             }
         };

@@ -20,8 +20,8 @@ use std::process::Command;
 use build_support::{
     TempDir, aarch64, corpus_program, draw, example_program, examples, host, options, seeded, value,
 };
-use poolc::build::{self, Emit};
-use poolc::codegen::object::{Arch, Prefix, Target};
+use poolc::aot::object::{Arch, Prefix, Target};
+use poolc::aot::{self, Emit};
 use poolc::ir::{Evict, Program, QueuePolicy};
 
 /// Slots of every input row and ctx of the harness: at least any layout's width, so
@@ -191,7 +191,7 @@ fn run(cmd: &mut Command, what: &str) -> String {
 fn results(program: &Program, dir: &TempDir, target: &Target, seed: u8) -> String {
     let tag = target.name();
     let obj = dir.join(&format!("policy-{tag}.o"));
-    build::build(program, &obj, &options(target, Emit::Object))
+    aot::build(program, &obj, &options(target, Emit::Object))
         .unwrap_or_else(|e| panic!("build for {tag}: {e}"));
     let c = dir.join(&format!("harness-{tag}.c"));
     std::fs::write(&c, harness(program, &obj.with_extension("h"), seed)).expect("writes");

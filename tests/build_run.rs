@@ -1,6 +1,6 @@
 //! The reference host driven by a shared object instead of the JIT (what
 //! `poolc run --policy lib.so` does): for every example spec, the policies that
-//! `poolc::sharedobj::load` returns and the JIT's, bridged with the same
+//! `poolc::aot::load::load` returns and the JIT's, bridged with the same
 //! `poolc::bridge::host_config`, give a byte-identical report and event log on a
 //! synthetic workload.
 
@@ -35,7 +35,7 @@ fn host_reports_and_logs_are_identical_with_the_library_and_the_jit() {
         let program = example_program(&path, &text);
         let lib = build_so(&program, &dir, &format!("lib{i}.so"));
         // SAFETY: a library poolc just built from `program`.
-        let so = unsafe { poolc::sharedobj::load(&lib, &program) }
+        let so = unsafe { poolc::aot::load::load(&lib, &program) }
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let jit = poolc::compile(&text, &poolc::Options::default()).expect("compiles");
         let (so_report, so_log) = run(&so, &workload);

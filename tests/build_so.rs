@@ -1,5 +1,5 @@
 //! The shared objects of `poolc build` on this machine (x86-64): loaded with
-//! `poolc::sharedobj::load`, every function of every example spec and of the random
+//! `poolc::aot::load::load`, every function of every example spec and of the random
 //! expression corpus returns the same bits as the JIT (NaN payloads included) on
 //! random rows — keys, spill `when`/`work`, stage `time` — and the same index and
 //! sign for `select`/`cmp`; both backends hand Cranelift the same CLIF; the loader
@@ -15,17 +15,17 @@ use build_support::{
     seeded, value,
 };
 use poolc::Compiled;
-use poolc::build::{self, Emit, manifest};
-use poolc::codegen::object::Prefix;
+use poolc::aot::load::{self, LoadError};
+use poolc::aot::object::Prefix;
+use poolc::aot::{self, Emit, manifest};
 use poolc::ir::{Evict, Program, QueuePolicy};
-use poolc::sharedobj::{self, LoadError};
 use poolrt::policy::KeyList;
 use proptest::test_runner::TestRunner;
 
 /// Loads a library `build_so` wrote for `program`.
 fn load(path: &Path, program: &Program) -> Compiled {
     // SAFETY: the library was just written by `poolc build` from `program`.
-    unsafe { sharedobj::load(path, program) }
+    unsafe { load::load(path, program) }
         .unwrap_or_else(|e| panic!("loading {}: {e}", path.display()))
 }
 
@@ -185,7 +185,7 @@ fn object_and_jit_hand_cranelift_the_same_clif() {
         let jit = poolc::codegen::clif(program, None, false).expect("JIT CLIF");
         assert!(jit.contains("function %"), "{name}: {jit}");
         for target in [host(), aarch64()] {
-            let (obj, _) = build::object(program, &options(&target, Emit::Object))
+            let (obj, _) = aot::object(program, &options(&target, Emit::Object))
                 .unwrap_or_else(|e| panic!("{name} for {target}: {e}"));
             assert!(
                 obj.clif == jit,
@@ -233,7 +233,7 @@ fn load_refuses_a_library_built_with_other_set_values() {
     };
     let other = poolc::check(&text, &options).expect("vllm with blocks=8191 checks");
     // SAFETY: a library poolc just built.
-    let err = unsafe { sharedobj::load(&so_path, &other) }.expect_err("other --set values");
+    let err = unsafe { load::load(&so_path, &other) }.expect_err("other --set values");
     match &err {
         LoadError::Mismatch {
             at, library, spec, ..
@@ -257,7 +257,7 @@ fn load_refuses_a_library_of_another_spec_naming_the_first_difference() {
     let tiered = example_program(&path, &text);
     let so_path = build_so(&tiered, &dir, "libtiered.so");
     // SAFETY: a library poolc just built.
-    let err = unsafe { sharedobj::load(&so_path, &vllm) }.expect_err("another spec");
+    let err = unsafe { load::load(&so_path, &vllm) }.expect_err("another spec");
     assert!(
         matches!(&err, LoadError::Mismatch { at, .. } if at == "the length of values"),
         "{err}"
@@ -271,15 +271,15 @@ fn load_finds_symbols_by_prefix() {
     let so_path = dir.join("libmine.so");
     let mut opts = options(&host(), Emit::SharedObject);
     opts.prefix = Prefix::parse("mine").expect("a C identifier");
-    build::build(&program, &so_path, &opts).expect("builds");
+    aot::build(&program, &so_path, &opts).expect("builds");
     // SAFETY: a library poolc just built.
-    let err = unsafe { sharedobj::load(&so_path, &program) }.expect_err("default prefix");
+    let err = unsafe { load::load(&so_path, &program) }.expect_err("default prefix");
     assert!(
         matches!(&err, LoadError::MissingSymbol { symbol, .. } if symbol == "poolc_manifest"),
         "{err}"
     );
     // SAFETY: as above.
-    let c = unsafe { sharedobj::load_with_prefix(&so_path, &program, &opts.prefix) }
+    let c = unsafe { load::load_with_prefix(&so_path, &program, &opts.prefix) }
         .expect("the right prefix");
     assert_eq!(c.stages()[0].time(&[100.0]), 0.005 + 0.00002 * 100.0);
     assert!(Prefix::parse("9lives").is_err() && Prefix::parse("a-b").is_err());
@@ -290,12 +290,12 @@ fn load_reports_a_missing_file_and_a_file_that_is_not_a_library() {
     let dir = TempDir::new("so-missing");
     let (program, _) = vllm();
     // SAFETY: nothing is loaded from a missing file.
-    let err = unsafe { sharedobj::load(&dir.join("absent.so"), &program) }.expect_err("missing");
+    let err = unsafe { load::load(&dir.join("absent.so"), &program) }.expect_err("missing");
     assert!(matches!(err, LoadError::Open { .. }), "{err}");
     let text = dir.join("text.so");
     std::fs::write(&text, "not a library").expect("writes");
     // SAFETY: the dynamic loader refuses a text file before running anything.
-    let err = unsafe { sharedobj::load(&text, &program) }.expect_err("not ELF");
+    let err = unsafe { load::load(&text, &program) }.expect_err("not ELF");
     assert!(err.to_string().contains("text.so"), "{err}");
 }
 
@@ -309,7 +309,7 @@ fn manifest_gives_format_pools_layouts_keys_and_read_sets() {
     let program = example_program(&path, &text);
     let so_path = build_so(&program, &dir, "libreplicas.so");
     // SAFETY: a library poolc just built.
-    let text = unsafe { sharedobj::read_manifest(&so_path, &Prefix::default()) }.expect("reads");
+    let text = unsafe { load::read_manifest(&so_path, &Prefix::default()) }.expect("reads");
     assert_eq!(
         text,
         manifest::write(&program, &host(), &Prefix::default()),
@@ -427,7 +427,7 @@ fn emit_obj_writes_a_relocatable_elf_object_for_each_target() {
     let (program, _) = vllm();
     for (target, machine) in [(host(), 62u16), (aarch64(), 183u16)] {
         let out = dir.join(&format!("{}.o", target.name()));
-        build::build(&program, &out, &options(&target, Emit::Object)).expect("builds");
+        aot::build(&program, &out, &options(&target, Emit::Object)).expect("builds");
         let bytes = std::fs::read(&out).expect("written");
         assert_eq!(&bytes[..4], b"\x7fELF");
         assert_eq!(u16::from_le_bytes([bytes[16], bytes[17]]), 1, "ET_REL");

@@ -1,9 +1,9 @@
-//! Tests of `poolc::eval` (the library side of `poolc eval`): site values by the JIT
+//! Tests of `poolc::tools::eval` (the library side of `poolc eval`): site values by the JIT
 //! and by the interpreter on inputs named as the source names them, the mapping of
 //! the derived names `waited` and `age`, defaults, and every error a person can
 //! provoke from the command line. Specs are inline so each test shows its policy.
 
-use poolc::eval::{Backend, EvalError, Site, eval_site, parse_input, render};
+use poolc::tools::eval::{Backend, EvalError, Site, eval_site, parse_input, render};
 use poolc::{Compiled, Options, compile};
 
 const SPEC: &str = r#"

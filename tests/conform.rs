@@ -1,4 +1,4 @@
-//! `poolc conform` and `poolc::conform` against vLLM 0.33's real scheduler: every
+//! `poolc conform` and `poolc::tools::conform` against vLLM 0.33's real scheduler: every
 //! step of the six shared oracle scenarios (../shared/data/vllm-oracle) and of this
 //! repository's own recordings (tests/data/vllm-oracle) matches; the replayed
 //! steps.jsonl is byte-identical to the recorded lines; a recording altered in one
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use cli_support::poolc;
-use poolc::conform::{self, ConformError, Settings};
+use poolc::tools::conform::{self, ConformError, Settings};
 use serde_json::Value;
 
 fn root() -> &'static Path {

@@ -72,3 +72,109 @@ fn no_test_is_ignored_or_expects_a_panic() {
         "ignored or should_panic tests in: {offenders:#?}"
     );
 }
+
+/// The leading `//!` paragraph of a file, joined.
+fn module_doc(text: &str) -> String {
+    text.lines()
+        .take_while(|l| l.starts_with("//!"))
+        .map(|l| l.trim_start_matches("//!").trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Lines that are code, not comments (a `use` or path inside a doc comment does not
+/// count as an import).
+fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| !l.trim_start().starts_with("//"))
+}
+
+/// Architecture Invariant: the pipeline (syntax, sema, ir, interp, codegen, aot,
+/// bridge, diag) never imports the tools that use it (`src/tools`); the tools sit on
+/// top. A tool can change without touching the compiler.
+#[test]
+fn pipeline_modules_never_import_tool_modules() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for dir in ["syntax", "sema", "ir", "codegen", "aot"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    for file in ["interp.rs", "bridge.rs", "diag.rs"] {
+        files.push(root.join(file));
+    }
+    assert!(
+        files.len() > 15,
+        "the pipeline walk found {} files",
+        files.len()
+    );
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).expect("pipeline file reads");
+            code_lines(&text).any(|l| l.contains("crate::tools") || l.contains("poolc::tools"))
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "pipeline modules that import src/tools: {offenders:#?}"
+    );
+}
+
+/// Architecture Invariant: the runtime (`poolrt`) never depends on the compiler —
+/// not in its manifest, not in its code, not in its tests.
+#[test]
+fn poolrt_never_depends_on_poolc() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime");
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("runtime manifest");
+    let deps: Vec<&str> = manifest
+        .lines()
+        .skip_while(|l| !l.contains("dependencies]"))
+        .filter(|l| l.trim_start().starts_with("poolc"))
+        .collect();
+    assert!(
+        deps.is_empty(),
+        "runtime/Cargo.toml depends on poolc: {deps:?}"
+    );
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("tests"), &mut files);
+    rust_files(&root.join("benches"), &mut files);
+    assert!(
+        files.len() > 10,
+        "the runtime walk found {} files",
+        files.len()
+    );
+    let offenders: Vec<String> = files
+        .iter()
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).expect("runtime file reads");
+            code_lines(&text).any(|l| l.contains("poolc::"))
+        })
+        .map(|p| p.display().to_string())
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "runtime files naming poolc: {offenders:#?}"
+    );
+}
+
+/// A file over this many lines does several jobs, unless its `//!` says why it is
+/// one job (the phrase "This file is long because").
+const LONG_FILE: usize = 800;
+
+#[test]
+fn no_source_file_is_long_without_saying_why() {
+    let offenders: Vec<String> = all_rust_files()
+        .into_iter()
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            let n = text.lines().count();
+            (n > LONG_FILE && !module_doc(&text).contains("This file is long because"))
+                .then(|| format!("{} ({n} lines)", p.display()))
+        })
+        .collect();
+    assert!(
+        offenders.is_empty(),
+        "files over {LONG_FILE} lines whose `//!` does not say why: {offenders:#?}"
+    );
+}

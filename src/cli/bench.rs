@@ -1,5 +1,5 @@
 //! `poolc bench`: drives one pool member of a spec with the seeded synthetic stream
-//! of `poolc::bench` and prints admissions/s, evictions/s and ns per admission for
+//! of `poolc::tools::bench` and prints admissions/s, evictions/s and ns per admission for
 //! the spec's compiled policy, the same stream through the interpreter and through
 //! hand-written Rust, and the ratios between them (text, or one JSON object with
 //! `--json`). It owns the defaults and the argument checks; the measuring is the
@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use poolc::bench::{self, Options, Phases};
 use poolc::ir::PoolId;
+use poolc::tools::bench::{self, Options, Phases};
 
 use super::{SetArgs, fail, report};
 

@@ -3,7 +3,7 @@
 //! scenario, whether every step matches, or shows the first divergent step with the
 //! three before it. Exit 0 only when every scenario matches; a scenario that cannot
 //! be replayed (an unsupported setting, a bad file) is reported and counts as a
-//! failure, and the others still run. The work is `poolc::conform`'s; this file only
+//! failure, and the others still run. The work is `poolc::tools::conform`'s; this file only
 //! parses arguments, prints and picks the exit code. docs/CONFORMANCE.md.
 
 use std::path::{Path, PathBuf};
@@ -57,7 +57,7 @@ pub fn run(args: ConformArgs) -> ExitCode {
     };
     let mut all_match = true;
     for dir in &args.dirs {
-        match poolc::conform::check(&compiled, dir, args.out.as_deref()) {
+        match poolc::tools::conform::check(&compiled, dir, args.out.as_deref()) {
             Ok(outcome) => {
                 print!("{}", outcome.render());
                 all_match &= outcome.matches();

@@ -96,7 +96,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         // SAFETY: the user names a library built by `poolc build`; `load` checks its
         // manifest (format, every pool, layout and expression) against this spec before
         // handing out any function, so the functions are the ones the spec compiles to.
-        Some(lib) => unsafe { poolc::sharedobj::load(lib, &program) }
+        Some(lib) => unsafe { poolc::aot::load::load(lib, &program) }
             .map_err(|e| format!("{}: {e}", lib.display())),
     };
     let compiled = match compiled {

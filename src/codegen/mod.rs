@@ -4,11 +4,11 @@
 //! declares, lowers and defines a planned function ([`Definer`]), the Cranelift flags
 //! they share, the error type, the bundle of policy structs ([`Compiled`]) and the
 //! public API; [`lower`] turns one planned function into Cranelift IR for any module
-//! and ISA, `jit` owns the JIT module and its memory, and [`object`] writes the same
-//! functions into an object file for any supported target. Nothing here parses,
-//! checks names or evaluates expressions (that is `sema` and `interp`), links or
-//! loads libraries (`build`, `sharedobj`), and nothing here may assume the host is
-//! x86-64.
+//! and ISA, and `jit` owns the JIT module and its memory (`crate::aot::object` writes
+//! the same functions into an object file through the same [`Definer`]). Nothing
+//! here parses, checks names or evaluates expressions (that is `sema` and `interp`),
+//! emits objects, links or loads libraries (`crate::aot`), and nothing here may
+//! assume the host is x86-64.
 //!
 //! Symbols: `pool_<P>_queue_key<i>`, `pool_<P>_queue_cmp`, `pool_<P>_queue_select`,
 //! the same with `evict`, `pool_<P>_spill_pred`, `pool_<P>_spill_work` and
@@ -18,7 +18,6 @@
 
 mod jit;
 pub mod lower;
-pub mod object;
 
 use std::fmt;
 
@@ -79,7 +78,7 @@ impl fmt::Display for CodegenError {
 impl std::error::Error for CodegenError {}
 
 /// A program's policy functions, JIT-compiled or loaded from a shared object
-/// (`sharedobj::load`), with the IR they came from. The policy structs share
+/// (`aot::load::load`), with the IR they came from. The policy structs share
 /// ownership of the machine code: it is freed (or the library unloaded) when this
 /// value and every clone of a struct taken from it are gone.
 pub struct Compiled {

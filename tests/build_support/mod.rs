@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use poolc::build::{BuildOptions, Emit};
-use poolc::codegen::object::{Prefix, Target};
+use poolc::aot::object::{Prefix, Target};
+use poolc::aot::{BuildOptions, Emit};
 use poolc::ir::{
     AttrId, CAttr, CPool, CSession, CSpill, CStage, Evict, Expr, Input, Join, JoinRule, Layout,
     Limit, Member, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy,
@@ -104,7 +104,7 @@ pub fn aarch64() -> Target {
 /// Builds `program` into `dir/name` (a shared object for this machine).
 pub fn build_so(program: &Program, dir: &TempDir, name: &str) -> PathBuf {
     let out = dir.join(name);
-    poolc::build::build(program, &out, &options(&host(), Emit::SharedObject))
+    poolc::aot::build(program, &out, &options(&host(), Emit::SharedObject))
         .unwrap_or_else(|e| panic!("build of {name} failed: {e}"));
     out
 }

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::manifest::{self, FORMAT};
-use crate::codegen::object::{Prefix, Target};
+use crate::aot::object::{Prefix, Target};
 use crate::ir::{Evict, Layout, Program, QueuePolicy, SiteExpr};
 
 /// The header text for `program` built for `target` with `prefix`; `source` names

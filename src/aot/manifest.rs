@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::codegen::object::{Prefix, Target};
+use crate::aot::object::{Prefix, Target};
 use crate::ir::{
     BinaryOp, Evict, Expr, Input, JoinRule, Layout, Limit, Member, PreemptMode, Program, Query,
     QueryTarget, QueuePolicy, Read, ReadSet, SiteExpr, Slot, StageKind, UnaryOp,

@@ -4,7 +4,7 @@
 //! every function exported as `<prefix>_<symbol>`), plus a read-only data symbol
 //! holding the manifest bytes it is given and the accessor `<prefix>_manifest`. It
 //! owns target and prefix validation. It does not write files, link, or know what
-//! the manifest says (that is `crate::build`), and it never runs the code it makes.
+//! the manifest says (that is `crate::aot`), and it never runs the code it makes.
 
 use std::fmt;
 use std::str::FromStr;
@@ -17,7 +17,7 @@ use cranelift_module::{DataDescription, Linkage, Module, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use target_lexicon::{Architecture, BinaryFormat, Environment, OperatingSystem, Triple};
 
-use super::{CodegenError, Definer, ProgramPlan, all_functions, isa_flags, module_err};
+use crate::codegen::{CodegenError, Definer, ProgramPlan, all_functions, isa_flags, module_err};
 use crate::ir;
 
 /// The triples `poolc build` generates for, in the wording of error messages.

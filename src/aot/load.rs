@@ -16,8 +16,8 @@ use poolrt::policy::{
     CmpFn, CodeHandle, KeyFn, KeyList, PoolPolicy, SelectFn, SpillFns, StagePolicy, TimeFn,
 };
 
-use crate::build::manifest::{self, FORMAT, Json};
-use crate::codegen::object::{Prefix, Target};
+use crate::aot::manifest::{self, FORMAT, Json};
+use crate::aot::object::{Prefix, Target};
 use crate::codegen::{Compiled, ListPlan, ProgramPlan};
 use crate::ir;
 

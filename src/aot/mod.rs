@@ -1,12 +1,16 @@
-//! `poolc build`: from a checked program to files a host in any language can use —
-//! an object file or a shared library (linked by the system's C compiler driver
-//! against libm), its C header ([`header`]) and, inside the library, its manifest
-//! ([`manifest`]). This module owns the output files, the temporary directory, the
-//! choice and running of the linker and the errors of all that. It does not
-//! generate code (`codegen::object`), load libraries (`sharedobj`) or print.
+//! Ahead-of-time compilation: everything about shared objects lives here. From a
+//! checked program to files a host in any language can use — an object file
+//! ([`object`], the codegen plan compiled by cranelift-object) or a shared library
+//! (linked by the system's C compiler driver against libm), its C header
+//! ([`header`]) and, inside the library, its manifest ([`manifest`]); and back:
+//! [`load`] opens such a library in place of the JIT. This file owns `poolc build`'s
+//! output files, the temporary directory, the choice and running of the linker and
+//! the errors of all that. Lowering is `codegen`'s; nothing here prints.
 
 pub mod header;
+pub mod load;
 pub mod manifest;
+pub mod object;
 
 use std::fmt;
 use std::io;
@@ -14,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use self::object::{Arch, ObjectFile, Prefix, Target};
 use crate::codegen::CodegenError;
-use crate::codegen::object::{self, Arch, ObjectFile, Prefix, Target};
 use crate::ir;
 
 /// What `poolc build` writes at the output path.
