@@ -21,7 +21,7 @@ fn run(compiled: &Compiled, workload: &trace::Workload) -> (String, Vec<u8>) {
     let report = host
         .run(RunOptions {
             log: Some(&mut log),
-            progress: None,
+            ..RunOptions::default()
         })
         .expect("the run completes");
     (report.to_text(), log)

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use cli_support::poolc;
-use poolc::tools::conform::{self, ConformError, Settings};
+use poolc::tools::conform::{self, OracleError, Settings};
 use serde_json::Value;
 
 fn root() -> &'static Path {
@@ -284,7 +284,7 @@ fn settings_map_and_refuse_as_documented() {
         let mut c = config.clone();
         c[key] = value;
         match Settings::from_config(&c, &path) {
-            Err(ConformError::Unsupported { setting, .. }) => assert_eq!(setting, key),
+            Err(OracleError::Unsupported { setting, .. }) => assert_eq!(setting, key),
             other => panic!("{key}: {other:?}"),
         }
     }

@@ -16,6 +16,7 @@ pub mod error;
 pub mod event;
 mod hash;
 pub mod host;
+pub mod oracle;
 pub mod policy;
 pub mod pool;
 mod queue;

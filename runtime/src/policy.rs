@@ -128,16 +128,6 @@ impl KeyList {
         }
     }
 
-    /// The raw key functions, for a hot loop that checks lengths itself. They are
-    /// valid while `self` (or its [`KeyList::code`]) lives.
-    pub fn key_fns(&self) -> &[KeyFn] {
-        &self.keys
-    }
-
-    pub fn cmp_fn(&self) -> CmpFn {
-        self.cmp
-    }
-
     pub fn select_fn(&self) -> SelectFn {
         self.select
     }
@@ -221,14 +211,6 @@ impl SpillFns {
         }
     }
 
-    pub fn pred_fn(&self) -> KeyFn {
-        self.pred
-    }
-
-    pub fn work_fn(&self) -> KeyFn {
-        self.work
-    }
-
     pub fn shape(&self) -> Shape {
         self.shape
     }
@@ -281,10 +263,6 @@ impl StagePolicy {
             ctx_len,
             code,
         }
-    }
-
-    pub fn time_fn(&self) -> TimeFn {
-        self.time
     }
 
     pub fn ctx_len(&self) -> usize {

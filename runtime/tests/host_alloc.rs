@@ -64,8 +64,8 @@ fn window(n: usize, from: u64, to: u64) -> (u64, u64) {
     };
     let r = host
         .run(RunOptions {
-            log: None,
             progress: Some(&mut progress),
+            ..RunOptions::default()
         })
         .unwrap();
     counting_alloc::stop();

@@ -1,15 +1,17 @@
 //! Replays the vLLM oracle's recorded scenarios (../shared/data/vllm-oracle, recorded
 //! from vLLM 0.33.0's own v1 scheduler; formats in ../shared/oracle/vllm/FORMAT.md)
-//! through the reference host configured as examples/vllm.pool (one iteration per
-//! second, so step = time) and compares every step field by field: admitted (id,
-//! kind, hit, tokens), cont, preempted, finished, scheduled tokens, decodes, running,
-//! waiting and free blocks, and that the host runs no iteration in vLLM's idle steps.
+//! through the reference host configured by hand as examples/vllm.pool, with
+//! `poolrt::oracle` (one iteration per time unit, so step = time), and checks that
+//! every step matches field by field: arrivals, admitted (id, kind, hit, tokens),
+//! cont, preempted, finished, scheduled tokens, decodes, running, waiting and free
+//! blocks, idle steps included, and the summary line.
 
 mod host_support;
 
 use std::path::{Path, PathBuf};
 
 use host_support::*;
+use poolrt::oracle::{self, Outcome, Scenario};
 
 fn dir(name: &str) -> PathBuf {
     let d = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -23,13 +25,28 @@ fn dir(name: &str) -> PathBuf {
     d
 }
 
+fn read(name: &str) -> Scenario {
+    oracle::read_scenario(&dir(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// Replays a scenario with examples/vllm.pool's policies; the sizes given here are
+/// replaced by the scenario's (`oracle::fit`).
+fn replay(sc: &Scenario) -> oracle::Replay {
+    oracle::replay(vllm(1, 16, engine(1, 1, None)), sc).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn outcome(name: &str) -> Outcome {
+    let sc = read(name);
+    oracle::compare(&sc, &replay(&sc))
+}
+
 fn all_steps_match(name: &str, steps: usize) {
-    let (compared, equal, first) = conform(&dir(name));
+    let o = outcome(name);
+    assert!(o.matches(), "{}", o.render());
     assert_eq!(
-        (compared, equal),
-        (steps, steps),
-        "{name}: {equal} of {compared} steps match; first difference: {}",
-        first.unwrap_or_default()
+        (o.recorded, o.replayed, o.divergent),
+        (steps, steps, 0),
+        "{name}"
     );
 }
 
@@ -63,19 +80,17 @@ fn f_mooncake_conversation_all_steps_match() {
     all_steps_match("f_mooncake_conversation", 6038);
 }
 
-/// The comparison is not vacuous: one seat more than vLLM had diverges.
+/// The comparison is not vacuous: a replay with one seat more than vLLM had
+/// diverges from the recording, first in the running count.
 #[test]
 fn a_wrong_seat_count_diverges() {
-    let sc = scenario(&dir("a_fcfs_budget_seats"));
-    let config = vllm(
-        sc.usable,
-        sc.block,
-        engine(sc.budget, sc.seats + 1, sc.chunk),
-    );
-    let (_, _, lines) = run(config, &sc.workload);
-    let running_max = iterations(&lines)
-        .iter()
-        .filter_map(|l| l["residents"].as_u64())
-        .max();
-    assert_eq!(running_max, Some(sc.seats + 1));
+    let recorded = read("a_fcfs_budget_seats");
+    let mut wider = recorded.clone();
+    wider.settings.seats += 1;
+    let o = oracle::compare(&recorded, &replay(&wider));
+    assert!(!o.matches(), "one seat more still matches");
+    let first = o.first.as_ref().expect("a divergent step");
+    assert!(first.fields.contains(&"running"), "{}", o.render());
+    let running_max = replay(&wider).steps.iter().map(|s| s.running).max();
+    assert_eq!(running_max, Some(recorded.settings.seats + 1));
 }

@@ -64,8 +64,8 @@ fn progress_reports_every_session_done() {
     let host = Host::new(vllm_example(), &w).unwrap();
     let r = host
         .run(RunOptions {
-            log: None,
             progress: Some(&mut progress),
+            ..RunOptions::default()
         })
         .unwrap();
     assert_eq!(r.finished, 50);
@@ -178,4 +178,21 @@ fn mooncake_a_larger_cache_reaches_more_of_the_infinite_cache_bound() {
     let hit = r.hit_rate.unwrap();
     assert_eq!(r.finished, 500);
     assert!(small < hit && hit <= bound, "{small} < {hit} <= {bound}");
+}
+
+/// A session built by hand that could never run is refused before anything runs,
+/// in one readable sentence (a regression: the message once carried runs of spaces
+/// where its source lines were continued).
+#[test]
+fn a_session_that_cannot_run_is_refused_in_one_sentence() {
+    let w = workload(vec![sess(0.0, 0, 4, &[])]);
+    let e = match Host::new(vllm_example(), &w) {
+        Ok(_) => panic!("a session with no prompt was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        e.contains("arrival 0: a session needs a prompt and an output of at least 1, runs adding up to the prompt, and a finite arrival not before the previous one"),
+        "{e}"
+    );
+    assert!(!e.contains("  "), "a run of spaces in: {e}");
 }

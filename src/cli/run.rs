@@ -134,6 +134,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let result = host.run(RunOptions {
         log: log_file.as_mut().map(|w| w as &mut dyn Write),
         progress: Some(&mut progress),
+        ..RunOptions::default()
     });
     bar.finish();
     let report = match result {

@@ -1,90 +1,171 @@
 //! The replay log: JSON lines written to any `io::Write`, one per stage iteration and
-//! one per pool event (docs/TRACES.md states every field). Lines are serialized with
-//! serde into one reused buffer, so a warm log allocates nothing per line but the
-//! strings it is handed. When the host has no log, none of this runs (pools log
-//! nothing and no line is built). It must not reorder or filter what it is given.
+//! one per pool event (docs/TRACES.md states every field) — an [`Observer`] of the
+//! host's typed records. Lines are serialized with serde into one reused buffer, so a
+//! warm log allocates nothing per line. It must not reorder or filter what it is
+//! given, and it decides nothing: the bytes are a rendering of the records.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
+use serde::ser::{SerializeSeq, Serializer};
 
-use crate::event::{Event, Record};
-use crate::types::{BlockKey, Units};
+use super::observe::{Admitted, HostEvent, Iteration, Observer, PoolEvent, PoolEventKind};
+use crate::event::Event;
+use crate::types::{BlockKey, SessionId, Units};
+
+/// Session ids as a JSON list of numbers.
+struct Ids<'a>(&'a [SessionId]);
+
+impl Serialize for Ids<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for id in self.0 {
+            seq.serialize_element(&id.0)?;
+        }
+        seq.end()
+    }
+}
+
+/// `[session, "new"|"resumed", hit units, tokens]` per admission.
+struct AdmittedList<'a>(&'a [Admitted]);
+
+impl Serialize for AdmittedList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for a in self.0 {
+            let kind = if a.resumed { "resumed" } else { "new" };
+            seq.serialize_element(&(a.session.0, kind, a.hit.0, a.tokens))?;
+        }
+        seq.end()
+    }
+}
+
+/// `[session, tokens]` per continuing resident.
+struct ContList<'a>(&'a [(SessionId, u64)]);
+
+impl Serialize for ContList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for (id, n) in self.0 {
+            seq.serialize_element(&(id.0, n))?;
+        }
+        seq.end()
+    }
+}
+
+/// Units as a JSON list of numbers.
+struct UnitList<'a>(&'a [Units]);
+
+impl Serialize for UnitList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for u in self.0 {
+            seq.serialize_element(&u.0)?;
+        }
+        seq.end()
+    }
+}
 
 /// One stage iteration, written when it ends.
 #[derive(Serialize)]
-pub(crate) struct IterLine<'a> {
-    pub step: u64,
-    pub stage: &'a str,
-    /// Start and end of the iteration, seconds.
-    pub t: f64,
-    pub end: f64,
-    /// `[session, "new"|"resumed", hit units, tokens]` in admission order.
-    pub admitted: &'a [(u64, &'static str, u64, u64)],
-    /// `[session, tokens]`: residents still catching up that took tokens.
-    pub cont: &'a [(u64, u64)],
-    /// Residents that took one decode token.
-    pub decode: u64,
-    pub preempted: &'a [u64],
-    pub finished: &'a [u64],
-    pub tokens: u64,
-    /// After the iteration: its residents, and the waiting holds of its pools.
-    pub residents: u64,
-    pub waiting: u64,
-    /// After the iteration: allocated units of each pool it serves (K4 order).
-    pub allocated: &'a [u64],
+struct IterLine<'a> {
+    step: u64,
+    stage: &'a str,
+    t: f64,
+    end: f64,
+    admitted: AdmittedList<'a>,
+    cont: ContList<'a>,
+    decode: u64,
+    preempted: Ids<'a>,
+    finished: Ids<'a>,
+    tokens: u64,
+    residents: u64,
+    waiting: u64,
+    allocated: UnitList<'a>,
+}
+
+impl<'a> IterLine<'a> {
+    fn of(it: &Iteration<'a>) -> IterLine<'a> {
+        IterLine {
+            step: it.step,
+            stage: it.stage,
+            t: it.start,
+            end: it.end,
+            admitted: AdmittedList(it.admitted),
+            cont: ContList(it.cont),
+            decode: it.decode,
+            preempted: Ids(it.preempted),
+            finished: Ids(it.finished),
+            tokens: it.tokens,
+            residents: it.residents,
+            waiting: it.waiting,
+            allocated: UnitList(it.allocated),
+        }
+    }
 }
 
 /// One pool event. The fields after `ev` depend on the event; the last four are
 /// the pool's state right after it.
 #[derive(Serialize, Default)]
-pub(crate) struct EventLine<'a> {
-    pub t: f64,
-    pub pool: &'a str,
-    pub ev: &'static str,
-    pub session: u64,
+struct EventLine<'a> {
+    t: f64,
+    pool: &'a str,
+    ev: &'static str,
+    session: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub hit: Option<u64>,
+    hit: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub units: Option<u64>,
+    units: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub by: Option<u64>,
+    by: Option<u64>,
     /// Units a release or preemption put in the cache.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub kept: Option<u64>,
+    kept: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub entry: Option<u64>,
+    entry: Option<u64>,
     /// `[run, offset]` of a block.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<(u64, u64)>,
+    key: Option<(u64, u64)>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub work: Option<f64>,
+    work: Option<f64>,
     /// Units a session needs to finish (a host rejection).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub need: Option<u64>,
+    need: Option<u64>,
     /// `None` (null) when the cap is unbounded.
-    pub cap: Option<u64>,
-    pub allocated: u64,
-    pub cached: u64,
-    pub queued: u64,
+    cap: Option<u64>,
+    allocated: u64,
+    cached: u64,
+    queued: u64,
 }
 
 impl<'a> EventLine<'a> {
-    /// The line for an engine record.
-    pub fn from_record(t: f64, pool: &'a str, cap: Option<u64>, r: &Record) -> EventLine<'a> {
-        let key = |k: &BlockKey| Some((k.run.0, k.offset));
-        let u = |u: &Units| Some(u.0);
+    /// The line for a pool event.
+    fn of(e: &PoolEvent<'a>) -> EventLine<'a> {
         let mut line = EventLine {
-            t,
-            pool,
-            cap,
-            allocated: r.allocated.0,
-            cached: r.cached.0,
-            queued: r.queued as u64,
+            t: e.t,
+            pool: e.pool,
+            cap: e.cap.map(|u| u.0),
+            allocated: e.allocated.0,
+            cached: e.cached.0,
+            queued: e.queued as u64,
             ..EventLine::default()
         };
+        let (ev, session) = match e.kind {
+            PoolEventKind::Engine(event) => (name(event), line.fill_engine(event)),
+            PoolEventKind::Host(event) => line.fill_host(event),
+        };
+        line.ev = ev;
+        line.session = session.0;
+        line
+    }
+
+    /// Fills the fields of an engine event; gives its session.
+    fn fill_engine(&mut self, event: &Event) -> SessionId {
+        let line = self;
+        let key = |k: &BlockKey| Some((k.run.0, k.offset));
+        let u = |u: &Units| Some(u.0);
         // Events that carry the same fields fill them alike; only `ev` tells them apart.
-        let session = match &r.event {
+        let session = match event {
             Event::Enqueue { session }
             | Event::Reject { session }
             | Event::GrowWait { session } => session,
@@ -145,9 +226,34 @@ impl<'a> EventLine<'a> {
                 session
             }
         };
-        line.session = session.0;
-        line.ev = name(&r.event);
-        line
+        *session
+    }
+
+    /// Fills the fields of a host event; gives its `ev` and session.
+    fn fill_host(&mut self, event: HostEvent) -> (&'static str, SessionId) {
+        let key = |k: BlockKey| Some((k.run.0, k.offset));
+        match event {
+            HostEvent::Reject { session, need } => {
+                self.need = Some(need.0);
+                ("reject", session)
+            }
+            HostEvent::SpillSkip { session, key: k } => {
+                self.key = key(k);
+                ("spill_skip", session)
+            }
+            HostEvent::StoreDuplicate { session, key: k } => {
+                self.key = key(k);
+                ("store_duplicate", session)
+            }
+            HostEvent::StoreNoRoom { session, key: k } => {
+                self.key = key(k);
+                ("store_no_room", session)
+            }
+            HostEvent::Loaded { session, units } => {
+                self.units = Some(units.0);
+                ("loaded", session)
+            }
+        }
     }
 }
 
@@ -168,28 +274,44 @@ fn name(event: &Event) -> &'static str {
     }
 }
 
-/// Where log lines go, with the reused buffer.
-pub(crate) struct LogSink<'a> {
+/// The JSON-lines log: writes every record it observes to `out`, through one reused
+/// buffer. Hand it a buffered writer.
+pub struct JsonLog<'a> {
     out: &'a mut dyn Write,
     buf: Vec<u8>,
 }
 
-impl<'a> LogSink<'a> {
-    pub fn new(out: &'a mut dyn Write) -> LogSink<'a> {
-        LogSink {
+impl<'a> JsonLog<'a> {
+    pub fn new(out: &'a mut dyn Write) -> JsonLog<'a> {
+        JsonLog {
             out,
             buf: Vec::with_capacity(512),
         }
     }
 
-    pub fn line<T: Serialize>(&mut self, line: &T) -> io::Result<()> {
+    fn line<T: Serialize>(&mut self, line: &T) -> io::Result<()> {
         self.buf.clear();
         serde_json::to_writer(&mut self.buf, line).map_err(io::Error::other)?;
         self.buf.push(b'\n');
         self.out.write_all(&self.buf)
     }
 
+    /// Flushes the writer (the host calls it when the run ends).
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
+    }
+}
+
+impl Observer for JsonLog<'_> {
+    fn wants_events(&self) -> bool {
+        true
+    }
+
+    fn iteration(&mut self, iteration: &Iteration<'_>) -> io::Result<()> {
+        self.line(&IterLine::of(iteration))
+    }
+
+    fn event(&mut self, event: &PoolEvent<'_>) -> io::Result<()> {
+        self.line(&EventLine::of(event))
     }
 }

@@ -11,6 +11,7 @@
 
 mod config;
 mod log;
+mod observe;
 mod report;
 mod sim;
 
@@ -18,6 +19,8 @@ pub use config::{
     AttrSpec, HostConfig, HostError, IterTime, LinkConfig, PoolDecl, PoolMember, StageDecl,
     StageKind, StepConfig, TimeVar,
 };
+pub use log::JsonLog;
+pub use observe::{Admitted, HostEvent, Iteration, Latency, Observer, PoolEvent, PoolEventKind};
 pub use report::{LinkReport, Percentiles, PoolReport, Report, StageReport};
 pub use sim::Host;
 
@@ -29,6 +32,9 @@ pub struct RunOptions<'a> {
     /// The JSON-lines log (docs/TRACES.md); `None`: no log, at no cost. Hand it a
     /// buffered writer.
     pub log: Option<&'a mut dyn Write>,
+    /// Told every iteration, latency moment and (if it wants them) pool event, in
+    /// the order they happen; `None`: nobody else watches.
+    pub observer: Option<&'a mut dyn Observer>,
     /// Called with (sessions done, sessions in all) whenever a session finishes or
     /// is rejected, so a CLI can draw a progress bar.
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,

@@ -4,7 +4,33 @@
 //! must hold nothing that varies between identical runs: no wall clock, no hash-map
 //! order; members are listed in declaration order.
 
+use std::io;
+
 use serde::Serialize;
+
+use super::observe::{Latency, Observer};
+
+/// The report's latency samples: the observer every run has, fed each session's
+/// [`Latency`] moments as the host tells them. Its sizes have known bounds (one TTFT
+/// and one E2E per session, one ITL per later token), which the host reserves so that
+/// a warm replay does not reallocate.
+#[derive(Debug, Default)]
+pub(crate) struct Samples {
+    pub ttft: Vec<f64>,
+    pub itl: Vec<f64>,
+    pub e2e: Vec<f64>,
+}
+
+impl Observer for Samples {
+    fn latency(&mut self, latency: &Latency) -> io::Result<()> {
+        match *latency {
+            Latency::FirstToken { ttft, .. } => self.ttft.push(ttft),
+            Latency::Token { itl, .. } => self.itl.push(itl),
+            Latency::Finished { e2e, .. } => self.e2e.push(e2e),
+        }
+        Ok(())
+    }
+}
 
 /// p50/p90/p99 of a sample, nearest-rank: the p-th percentile of `n` sorted values
 /// is the value at 1-based rank `⌈p/100 · n⌉`. `None` for an empty sample.

@@ -1,12 +1,10 @@
 //! Shared helpers of the host tests: vLLM-like configurations built by hand (as the
 //! compiler glue would build them), a compiled-`time` stand-in, workloads written
-//! inline, a run that returns the report with the log as text and parsed lines, and
-//! the reader of the vLLM oracle's scenario files (shared/oracle/vllm/FORMAT.md).
-//! Nothing here reaches into the host's internals.
+//! inline, and a run that returns the report with the log as text and parsed lines.
+//! (The vLLM oracle's scenario files are read by `poolrt::oracle`, not here.) Nothing
+//! here reaches into the host's internals.
 
 #![allow(dead_code)]
-
-use std::path::Path;
 
 use poolrt::host::{
     AttrSpec, HostConfig, IterTime, LinkConfig, PoolDecl, PoolMember, Report, RunOptions,
@@ -135,7 +133,7 @@ pub fn run(config: HostConfig, w: &Workload) -> (Report, String, Vec<serde_json:
     let report = host
         .run(RunOptions {
             log: Some(&mut log),
-            progress: None,
+            ..RunOptions::default()
         })
         .unwrap_or_else(|e| panic!("{e}"));
     let text = String::from_utf8(log).expect("the log is UTF-8");
@@ -149,136 +147,4 @@ pub fn run(config: HostConfig, w: &Workload) -> (Report, String, Vec<serde_json:
 /// The iteration lines of a log (those with a `step`).
 pub fn iterations(lines: &[serde_json::Value]) -> Vec<&serde_json::Value> {
     lines.iter().filter(|l| l.get("step").is_some()).collect()
-}
-
-/// A scenario of the vLLM oracle: its config values, the workload (arrival time =
-/// `arrival_step`, one iteration per second) and the ids by serial.
-pub struct Scenario {
-    pub block: u64,
-    pub usable: u64,
-    pub seats: u64,
-    pub budget: u64,
-    pub chunk: Option<u64>,
-    pub workload: Workload,
-    pub ids: Vec<String>,
-    pub steps: Vec<serde_json::Value>,
-}
-
-pub fn scenario(dir: &Path) -> Scenario {
-    let read = |f: &str| std::fs::read_to_string(dir.join(f)).expect("scenario file");
-    let config: serde_json::Value = serde_json::from_str(&read("config.json")).expect("json");
-    let num = |k: &str| config[k].as_u64().unwrap_or_else(|| panic!("config {k}"));
-    let mut sessions = Vec::new();
-    let mut ids = Vec::new();
-    for line in read("workload.jsonl").lines() {
-        let v: serde_json::Value = serde_json::from_str(line).expect("workload line");
-        let runs: Vec<(u64, u64)> = v["runs"]
-            .as_array()
-            .expect("runs")
-            .iter()
-            .map(|r| (r[0].as_u64().expect("id"), r[1].as_u64().expect("len")))
-            .collect();
-        sessions.push(sess(
-            v["arrival_step"].as_f64().expect("arrival_step"),
-            v["prompt"].as_u64().expect("prompt"),
-            v["output"].as_u64().expect("output"),
-            &runs,
-        ));
-        ids.push(v["id"].as_str().expect("id").to_string());
-    }
-    let steps = read("steps.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("step line"))
-        .filter(|v: &serde_json::Value| v.get("summary").is_none())
-        .collect();
-    let chunk = num("long_prefill_token_threshold");
-    Scenario {
-        block: num("block_size"),
-        usable: num("usable_blocks"),
-        seats: num("max_num_seqs"),
-        budget: num("max_num_batched_tokens"),
-        chunk: (chunk > 0).then_some(chunk),
-        workload: workload(sessions),
-        ids,
-        steps,
-    }
-}
-
-/// Replays a scenario and compares every non-idle step, field by field, with the
-/// recorded one. Returns (steps compared, steps equal, the first difference).
-pub fn conform(dir: &Path) -> (usize, usize, Option<String>) {
-    let sc = scenario(dir);
-    let config = vllm(sc.usable, sc.block, engine(sc.budget, sc.seats, sc.chunk));
-    let (_, _, lines) = run(config, &sc.workload);
-    let mut ours = std::collections::BTreeMap::new();
-    for l in iterations(&lines) {
-        let t = l["t"].as_f64().expect("t");
-        ours.insert(t as u64, l.clone());
-    }
-    let id = |v: &serde_json::Value| sc.ids[v.as_u64().expect("serial") as usize].clone();
-    let (mut compared, mut equal, mut first) = (0, 0, None);
-    for want in &sc.steps {
-        let step = want["step"].as_u64().expect("step");
-        compared += 1;
-        // An idle step (nothing unfinished): the host runs no iteration then.
-        if want["n_sched_tokens"].as_u64() == Some(0) && want["preempted"] == serde_json::json!([])
-        {
-            if ours.remove(&step).is_none() {
-                equal += 1;
-            } else if first.is_none() {
-                first = Some(format!("step {step}: idle in vLLM, an iteration here"));
-            }
-            continue;
-        }
-        let got = match ours.remove(&step) {
-            Some(l) => {
-                let admitted: Vec<serde_json::Value> = l["admitted"]
-                    .as_array()
-                    .expect("admitted")
-                    .iter()
-                    .map(|a| serde_json::json!([id(&a[0]), a[1], a[2], a[3]]))
-                    .collect();
-                let cont: Vec<serde_json::Value> = l["cont"]
-                    .as_array()
-                    .expect("cont")
-                    .iter()
-                    .map(|c| serde_json::json!([id(&c[0]), c[1]]))
-                    .collect();
-                let ids = |k: &str| -> Vec<String> {
-                    l[k].as_array().expect("list").iter().map(id).collect()
-                };
-                serde_json::json!({
-                    "step": step,
-                    "admitted": admitted,
-                    "cont": cont,
-                    "preempted": ids("preempted"),
-                    "finished": ids("finished"),
-                    "n_sched_tokens": l["tokens"],
-                    "n_decode": l["decode"],
-                    "running": l["residents"],
-                    "waiting": l["waiting"],
-                    "free_blocks": sc.usable - l["allocated"][0].as_u64().expect("alloc") / sc.block,
-                })
-            }
-            None => serde_json::json!({"step": step, "missing": true}),
-        };
-        let mut expected = want.clone();
-        if let Some(o) = expected.as_object_mut() {
-            o.remove("arrivals");
-        }
-        if got == expected {
-            equal += 1;
-        } else if first.is_none() {
-            first = Some(format!("step {step}:\n  want {expected}\n  got  {got}"));
-        }
-    }
-    if let Some((step, _)) = ours.iter().next()
-        && first.is_none()
-    {
-        first = Some(format!(
-            "{} iterations vLLM never ran, from step {step}",
-            ours.len()
-        ));
-    }
-    (compared, equal, first)
 }

@@ -1,0 +1,174 @@
+//! The link stages (R17) and what travels on them (R12): evicted blocks written to a
+//! pool's tier unless it holds them already, tier loads of admitted sessions, each a
+//! job served first come, first served at the link's rate; and what a completed job
+//! does (the tier accepts the block; the session's computed units advance).
+
+use std::collections::VecDeque;
+
+use crate::pool::Stored;
+use crate::types::{BlockKey, SessionId, Units};
+
+use super::super::config::HostError;
+use super::super::observe::HostEvent;
+use super::session::State;
+use super::{Class, Host, Io, What};
+
+#[derive(Clone, Copy, Debug)]
+pub(super) enum JobKind {
+    Spill {
+        tier: u32,
+        session: SessionId,
+        key: BlockKey,
+        last: f64,
+    },
+    Load {
+        session: SessionId,
+        gen_: u32,
+        units: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Job {
+    pub(super) kind: JobKind,
+}
+
+/// One member of a link stage: a FIFO server (R17).
+pub(super) struct LinkMember {
+    pub(super) name: String,
+    pub(super) rate: f64,
+    pub(super) busy_until: f64,
+    pub(super) jobs: VecDeque<Job>,
+    pub(super) writes: u64,
+    pub(super) loads: u64,
+    pub(super) work: f64,
+    pub(super) busy: f64,
+}
+
+impl Host {
+    // ----- links and tiers (R17, R12) ---------------------------------------------------
+
+    /// An evicted block to write to pool `p`'s tier, unless the tier holds it already.
+    pub(super) fn spill(
+        &mut self,
+        p: u32,
+        session: SessionId,
+        key: BlockKey,
+        last: f64,
+        work: f64,
+        io: &mut Io<'_>,
+    ) -> Result<(), HostError> {
+        let pi = p as usize;
+        let (Some(tier), Some(link)) = (self.info[pi].tier, self.info[pi].link) else {
+            return Ok(());
+        };
+        if self.pools[tier as usize].has_key(&key) {
+            self.info[pi].spills_skipped += 1;
+            return self.host_event(io, p, HostEvent::SpillSkip { session, key });
+        }
+        self.submit(
+            p,
+            link,
+            work,
+            JobKind::Spill {
+                tier,
+                session,
+                key,
+                last,
+            },
+        )
+    }
+
+    /// Puts `work` on link `l` (R17: first come, first served at its rate).
+    pub(super) fn submit(
+        &mut self,
+        p: u32,
+        l: u32,
+        work: f64,
+        kind: JobKind,
+    ) -> Result<(), HostError> {
+        if !work.is_finite() || work < 0.0 {
+            return Err(HostError::Work {
+                pool: self.info[p as usize].name.clone(),
+                value: work,
+            });
+        }
+        let now = self.now;
+        let link = &mut self.links[l as usize];
+        let duration = if link.rate.is_infinite() {
+            0.0
+        } else {
+            work / link.rate
+        };
+        let done = link.busy_until.max(now) + duration;
+        link.busy_until = done;
+        link.busy += duration;
+        link.work += work;
+        match kind {
+            JobKind::Spill { .. } => link.writes += 1,
+            JobKind::Load { .. } => link.loads += 1,
+        }
+        link.jobs.push_back(Job { kind });
+        self.push(done, Class::Link, What::Link(l));
+        Ok(())
+    }
+
+    /// The job at the head of link `l` completes now.
+    pub(super) fn link_done(&mut self, l: u32, io: &mut Io<'_>) -> Result<(), HostError> {
+        let Some(job) = self.links[l as usize].jobs.pop_front() else {
+            return Ok(());
+        };
+        match job.kind {
+            JobKind::Spill {
+                tier,
+                session,
+                key,
+                last,
+            } => {
+                let r = self.pools[tier as usize]
+                    .accept_spill(self.now, session, key, last, &self.shared)
+                    .map_err(self.engine(tier))?;
+                self.after_op(tier, io)?;
+                // A stored block is the tier's own `store` event (written by after_op);
+                // the host only tells the writes that changed nothing.
+                let event = match r {
+                    Stored::Stored(_) => None,
+                    Stored::Duplicate => Some(HostEvent::StoreDuplicate { session, key }),
+                    Stored::NoRoom => Some(HostEvent::StoreNoRoom { session, key }),
+                };
+                if let Some(event) = event {
+                    self.host_event(io, tier, event)?;
+                }
+            }
+            JobKind::Load {
+                session,
+                gen_,
+                units,
+            } => {
+                let x = &mut self.shared.sess[session.0 as usize];
+                if !(x.loading && x.load_gen == gen_) {
+                    // Its session was preempted while loading: the load is void.
+                    return Ok(());
+                }
+                x.loading = false;
+                x.computed += units;
+                let (p, computed, state) = (x.pool, x.computed, x.state);
+                self.pools[p as usize]
+                    .set_computed(session, Units(computed))
+                    .map_err(self.engine(p))?;
+                self.host_event(
+                    io,
+                    p,
+                    HostEvent::Loaded {
+                        session,
+                        units: Units(units),
+                    },
+                )?;
+                if let State::Resident(m) = state {
+                    self.wake(m);
+                }
+            }
+        }
+        Ok(())
+    }
+}

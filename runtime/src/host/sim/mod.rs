@@ -1,0 +1,391 @@
+//! The host's simulation: the [`Host`] and its event loop, which orders iteration
+//! ends, arrivals, link completions and iteration starts in simulated time, and the
+//! bookkeeping every part shares (the clock, occupancy samples, waking step members,
+//! telling observers what each pool operation did). The parts live beside it, one
+//! job each: [`build`] builds the host and resolves its joins, [`session`] owns the
+//! sessions and what pools read of them, [`step`] the step stages (R15, R16),
+//! [`links`] the link stages with spill writes and tier loads (R17, R12), and
+//! [`summary`] the report. docs/HOST.md states the procedures and the decisions
+//! taken; the code follows it step by step. Pools are driven only through the
+//! engine's public operations. Once warm, an iteration allocates nothing per
+//! admission: its lists are reused buffers (a session's content chain is built once,
+//! when it arrives).
+
+mod build;
+mod links;
+mod session;
+mod step;
+mod summary;
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::io;
+
+use crate::config::QueryKind;
+use crate::event::Notice;
+use crate::pool::Pool;
+use crate::types::{Run, SessionId, Units};
+
+use super::RunOptions;
+use super::config::HostError;
+use super::log::JsonLog;
+use super::observe::{HostEvent, Iteration, Latency, Observer, PoolEvent, PoolEventKind};
+use super::report::Samples;
+use super::report::{Occupancy, Report};
+use links::LinkMember;
+use session::{PoolQ, Shared};
+use step::StepMember;
+
+/// A pool member as the host sees it.
+struct PoolInfo {
+    name: String,
+    cap_units: Option<u64>,
+    cap_blocks: Option<u64>,
+    block: u64,
+    served_by: Vec<u32>,
+    tier: Option<u32>,
+    link: Option<u32>,
+    is_tier: bool,
+    sessions: u64,
+    host_rejected: u64,
+    new_admissions: u64,
+    resumed_admissions: u64,
+    hit_new: u64,
+    prompt_new: u64,
+    hit_resumed: u64,
+    tier_new: u64,
+    spills_skipped: u64,
+    allocated: Occupancy,
+    used: Occupancy,
+}
+
+/// No member (a sentinel for "outside an iteration").
+const NONE: u32 = u32::MAX;
+
+/// Event classes at one time, in order: iteration ends (so what is told at an
+/// iteration's end shows the queues before the next arrivals, as vLLM's steps do),
+/// then arrivals (not in the queue; R15: "sessions arriving at time t are queued
+/// before an iteration that starts at t"), then link completions (a load done at t
+/// lets its session compute in an iteration starting at t), then iteration starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Class {
+    End,
+    Link,
+    Start,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum What {
+    End(u32),
+    Link(u32),
+    Start(u32),
+}
+
+/// An event in the queue, ordered by (time, class, push order): the least first.
+#[derive(Clone, Copy, Debug)]
+struct Ev {
+    t: f64,
+    class: Class,
+    seq: u64,
+    what: What,
+}
+
+impl PartialEq for Ev {
+    fn eq(&self, other: &Ev) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ev {}
+
+impl PartialOrd for Ev {
+    fn partial_cmp(&self, other: &Ev) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ev {
+    /// Reversed, so that `BinaryHeap` (a max-heap) pops the earliest event.
+    fn cmp(&self, other: &Ev) -> Ordering {
+        other
+            .t
+            .total_cmp(&self.t)
+            .then(other.class.cmp(&self.class))
+            .then(other.seq.cmp(&self.seq))
+    }
+}
+
+/// Who watches a run besides the report: the JSON-lines log and the caller's
+/// observer, each optional; and the progress callback.
+struct Io<'a> {
+    log: Option<JsonLog<'a>>,
+    observer: Option<&'a mut dyn Observer>,
+    /// Whether any of them reads pool events (the pools log only then).
+    events: bool,
+    progress: Option<&'a mut dyn FnMut(u64, u64)>,
+}
+
+impl Io<'_> {
+    /// Whether anyone reads iterations (so the host builds them only then).
+    fn iterations(&self) -> bool {
+        self.log.is_some() || self.observer.is_some()
+    }
+
+    fn iteration(&mut self, it: &Iteration<'_>) -> io::Result<()> {
+        if let Some(log) = self.log.as_mut() {
+            log.iteration(it)?;
+        }
+        if let Some(o) = self.observer.as_mut() {
+            o.iteration(it)?;
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, ev: &PoolEvent<'_>) -> io::Result<()> {
+        if let Some(log) = self.log.as_mut() {
+            log.event(ev)?;
+        }
+        if let Some(o) = self.observer.as_mut().filter(|o| o.wants_events()) {
+            o.event(ev)?;
+        }
+        Ok(())
+    }
+
+    fn latency(&mut self, l: &Latency) -> io::Result<()> {
+        if let Some(o) = self.observer.as_mut() {
+            o.latency(l)?;
+        }
+        Ok(())
+    }
+}
+
+/// The reference host, built for one workload. See the module documentation.
+pub struct Host {
+    source: String,
+    pools: Vec<Pool>,
+    info: Vec<PoolInfo>,
+    steps: Vec<StepMember>,
+    links: Vec<LinkMember>,
+    shared: Shared,
+    runs: Vec<Run>,
+    /// Pool members sessions are routed to, round-robin by serial.
+    entries: Vec<u32>,
+    events: BinaryHeap<Ev>,
+    seq: u64,
+    next_arrival: usize,
+    now: f64,
+    done: u64,
+    /// The report's latency samples: an observer the host always has.
+    samples: Samples,
+    output_tokens: u64,
+    computed_tokens: u64,
+    victims: Vec<SessionId>,
+}
+
+impl Host {
+    /// Sessions in the workload.
+    pub fn sessions(&self) -> usize {
+        self.shared.sess.len()
+    }
+
+    /// Replays the whole workload and reports. Consumes the host: a replay is done
+    /// once.
+    pub fn run(mut self, options: RunOptions<'_>) -> Result<Report, HostError> {
+        let log = options.log.map(JsonLog::new);
+        let events = log.is_some() || options.observer.as_ref().is_some_and(|o| o.wants_events());
+        let mut io = Io {
+            log,
+            observer: options.observer,
+            events,
+            progress: options.progress,
+        };
+        if io.events {
+            for p in &mut self.pools {
+                p.set_logging(true);
+            }
+        }
+        loop {
+            let ta = self.shared.sess.get(self.next_arrival).map(|s| s.arrival);
+            let te = self.events.peek().copied();
+            match (ta, te) {
+                (None, None) => break,
+                (Some(a), e)
+                    if e.is_none_or(|e| a < e.t || (a == e.t && e.class != Class::End)) =>
+                {
+                    self.advance(a);
+                    while self
+                        .shared
+                        .sess
+                        .get(self.next_arrival)
+                        .is_some_and(|s| s.arrival <= a)
+                    {
+                        self.arrive(self.next_arrival, &mut io)?;
+                        self.next_arrival += 1;
+                    }
+                }
+                _ => {
+                    let Some(ev) = self.events.pop() else { break };
+                    self.advance(ev.t);
+                    match ev.what {
+                        What::End(m) => {
+                            self.end_iteration(m, &mut io)?;
+                            // The next iteration starts at this time, after arrivals.
+                            self.push(self.now, Class::Start, What::Start(m));
+                        }
+                        What::Link(l) => self.link_done(l, &mut io)?,
+                        What::Start(m) => {
+                            self.start_iteration(m, &mut io)?;
+                            let st = &mut self.steps[m as usize];
+                            st.scheduled = st.in_flight;
+                        }
+                    }
+                }
+            }
+            self.sample();
+        }
+        if let Some(log) = &mut io.log {
+            log.flush()?;
+        }
+        Ok(self.report())
+    }
+
+    // ----- time and bookkeeping -------------------------------------------------------
+
+    fn advance(&mut self, t: f64) {
+        self.now = t;
+        for p in &mut self.info {
+            p.allocated.advance(t);
+            p.used.advance(t);
+        }
+    }
+
+    fn sample(&mut self) {
+        for (p, pool) in self.info.iter_mut().zip(&self.pools) {
+            let a = pool.allocated().0;
+            p.allocated.set(a);
+            p.used.set(a + pool.cached().0);
+        }
+    }
+
+    fn push(&mut self, t: f64, class: Class, what: What) {
+        self.seq += 1;
+        self.events.push(Ev {
+            t,
+            class,
+            seq: self.seq,
+            what,
+        });
+    }
+
+    /// Schedules an iteration of an idle step member now.
+    fn wake(&mut self, m: u32) {
+        if !self.steps[m as usize].scheduled {
+            self.steps[m as usize].scheduled = true;
+            self.push(self.now, Class::Start, What::Start(m));
+        }
+    }
+
+    fn wake_pool(&mut self, p: u32) {
+        for k in 0..self.info[p as usize].served_by.len() {
+            let m = self.info[p as usize].served_by[k];
+            self.wake(m);
+        }
+    }
+
+    fn done_one(&mut self, io: &mut Io<'_>) {
+        self.done += 1;
+        let total = self.shared.sess.len() as u64;
+        if let Some(f) = io.progress.as_mut() {
+            f(self.done, total);
+        }
+    }
+
+    /// A latency moment: into the report's samples, and to the observer.
+    fn latency(&mut self, l: Latency, io: &mut Io<'_>) -> Result<(), HostError> {
+        self.samples.latency(&l)?;
+        io.latency(&l)?;
+        Ok(())
+    }
+
+    fn refresh(&mut self, p: usize) {
+        let pool = &self.pools[p];
+        self.shared.pool_q[p] = PoolQ {
+            free: pool.query(QueryKind::Free),
+            used: pool.query(QueryKind::Used),
+            cached: pool.query(QueryKind::Cached),
+            cap: pool.query(QueryKind::Cap),
+            queued: pool.query(QueryKind::Queued),
+        };
+    }
+
+    fn engine(&self, p: u32) -> impl Fn(crate::Error) -> HostError + '_ {
+        move |error| HostError::Engine {
+            pool: self.info[p as usize].name.clone(),
+            error,
+        }
+    }
+
+    /// After every operation on pool `p`: its events go to the observers, its spills
+    /// go on their link, its queryable state is refreshed.
+    fn after_op(&mut self, p: u32, io: &mut Io<'_>) -> Result<(), HostError> {
+        let pi = p as usize;
+        if io.events {
+            let info = &self.info[pi];
+            for r in self.pools[pi].log() {
+                io.event(&PoolEvent {
+                    t: self.now,
+                    pool: &info.name,
+                    cap: info.cap_units.map(Units),
+                    kind: PoolEventKind::Engine(&r.event),
+                    allocated: r.allocated,
+                    cached: r.cached,
+                    queued: r.queued,
+                })?;
+            }
+            self.pools[pi].clear_log();
+        }
+        for k in 0..self.pools[pi].notices().len() {
+            if let Notice::Spill {
+                session,
+                key,
+                last,
+                work,
+                ..
+            } = self.pools[pi].notices()[k]
+            {
+                self.spill(p, session, key, last, work, io)?;
+            }
+        }
+        self.refresh(pi);
+        Ok(())
+    }
+
+    /// A host event about pool `p`, told with the pool's state as it is now.
+    fn host_event(&self, io: &mut Io<'_>, p: u32, event: HostEvent) -> Result<(), HostError> {
+        if io.events {
+            let info = &self.info[p as usize];
+            let pool = &self.pools[p as usize];
+            io.event(&PoolEvent {
+                t: self.now,
+                pool: &info.name,
+                cap: info.cap_units.map(Units),
+                kind: PoolEventKind::Host(event),
+                allocated: pool.allocated(),
+                cached: pool.cached(),
+                queued: pool.queued(),
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Pool `a` mutably and pool `b` (≠ `a`) shared.
+fn pair(v: &mut [Pool], a: usize, b: usize) -> (&mut Pool, &Pool) {
+    if a < b {
+        let (x, y) = v.split_at_mut(b);
+        (&mut x[a], &y[0])
+    } else {
+        let (x, y) = v.split_at_mut(a);
+        (&mut y[0], &x[b])
+    }
+}

@@ -1,0 +1,325 @@
+//! Sessions: their state, their attribute values (D3) and what the pools read of
+//! them through [`Env`] (attributes, residency, queries), kept apart from the pools so
+//! that one pool can be borrowed mutably while this is read; and the arrival of a
+//! session (routing, the host's own refusal, its content chain, its enqueue).
+
+use crate::config::{PoolRef, Query, QueryKind, StageRef, Target};
+use crate::env::{Env, default_query};
+use crate::pool::Enqueued;
+use crate::trace::{HOST_RUN_IDS, Workload};
+use crate::types::{Chain, Header, Run, RunId, SessionId, Units};
+
+use super::super::config::{AttrSpec, HostError};
+use super::super::observe::HostEvent;
+use super::build::config_err;
+use super::{Host, Io, NONE};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum State {
+    Pending,
+    Waiting,
+    /// Resident of this step member.
+    Resident(u32),
+    Done,
+    Rejected,
+}
+
+#[derive(Clone, Debug)]
+pub(super) struct Sess {
+    pub(super) arrival: f64,
+    pub(super) prompt: u64,
+    pub(super) output: u64,
+    /// Its prompt runs in the host's run arena.
+    pub(super) runs: (usize, usize),
+    pub(super) pool: u32,
+    pub(super) state: State,
+    pub(super) generated: u64,
+    /// Units of its sequence whose KV exists (mirrors the pool's computed).
+    pub(super) computed: u64,
+    /// Its last execution sampled a token: its next take is a decode.
+    pub(super) caught_up: bool,
+    pub(super) admitted_once: bool,
+    /// A tier load is under way (generation `load_gen`): it takes no tokens.
+    pub(super) loading: bool,
+    pub(super) load_gen: u32,
+    pub(super) first_token: f64,
+    pub(super) last_token: f64,
+}
+
+impl Sess {
+    pub(super) fn seq(&self) -> u64 {
+        self.prompt + self.generated
+    }
+}
+
+/// A pool member's queryable state, refreshed after every operation on it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct PoolQ {
+    pub(super) free: f64,
+    pub(super) used: f64,
+    pub(super) cached: f64,
+    pub(super) cap: f64,
+    pub(super) queued: f64,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StageQ {
+    pub(super) budget_left: f64,
+    pub(super) residents: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StageIdx {
+    Step(u32),
+    Link(u32),
+}
+
+/// What the pools read through [`Env`]: attributes, residency and queries. Kept apart
+/// from the pools so that one can be borrowed mutably while this is read.
+pub(super) struct Shared {
+    pub(super) sess: Vec<Sess>,
+    /// Attribute values, `n_attrs` per session. They never change in this host, so
+    /// they are answered for ended sessions too (S3 then reads the same values).
+    pub(super) attrs: Vec<f64>,
+    pub(super) n_attrs: usize,
+    pub(super) pool_q: Vec<PoolQ>,
+    pub(super) stage_q: Vec<StageQ>,
+    pub(super) pool_flat: Vec<Vec<u32>>,
+    pub(super) stage_flat: Vec<Vec<StageIdx>>,
+    /// The step member whose iteration is being scheduled: `preempt lifo` victims are
+    /// its residents (NONE outside an iteration).
+    pub(super) current: u32,
+}
+
+impl Shared {
+    pub(super) fn pool_index(&self, r: PoolRef) -> Option<u32> {
+        self.pool_flat
+            .get(r.pool as usize)?
+            .get(r.member as usize)
+            .copied()
+    }
+
+    pub(super) fn stage_index(&self, r: StageRef) -> Option<StageIdx> {
+        self.stage_flat
+            .get(r.stage as usize)?
+            .get(r.member as usize)
+            .copied()
+    }
+}
+
+impl Env for Shared {
+    fn attrs(&self, session: SessionId) -> Option<&[f64]> {
+        let i = usize::try_from(session.0).ok()?;
+        self.attrs.get(i * self.n_attrs..(i + 1) * self.n_attrs)
+    }
+
+    fn is_resident(&self, session: SessionId) -> bool {
+        self.current != NONE
+            && self
+                .sess
+                .get(session.0 as usize)
+                .is_some_and(|s| s.state == State::Resident(self.current))
+    }
+
+    fn query(&self, query: Query) -> f64 {
+        match query.target {
+            Target::Pool(r) => match self.pool_index(r) {
+                Some(p) => {
+                    let q = self.pool_q[p as usize];
+                    match query.kind {
+                        QueryKind::Free => q.free,
+                        QueryKind::Used => q.used,
+                        QueryKind::Cached => q.cached,
+                        QueryKind::Cap => q.cap,
+                        QueryKind::Queued => q.queued,
+                        _ => default_query(query),
+                    }
+                }
+                None => default_query(query),
+            },
+            Target::Stage(r) => match self.stage_index(r) {
+                Some(StageIdx::Step(m)) => {
+                    let q = self.stage_q[m as usize];
+                    match query.kind {
+                        QueryKind::BudgetLeft => q.budget_left,
+                        QueryKind::Residents => q.residents,
+                        _ => default_query(query),
+                    }
+                }
+                _ => default_query(query),
+            },
+        }
+    }
+}
+
+/// Source of one attribute's value.
+pub(super) enum AttrSource {
+    Serial,
+    Arrival,
+    Prompt,
+    Output,
+    Field(Option<usize>, Option<f64>),
+}
+
+impl Host {
+    /// Sessions and their attribute values (D3).
+    pub(super) fn bind(&mut self, attrs: &[AttrSpec], w: &Workload) -> Result<(), HostError> {
+        let sources: Vec<AttrSource> = attrs
+            .iter()
+            .map(|a| match a.name.as_str() {
+                "serial" => AttrSource::Serial,
+                "arrival" => AttrSource::Arrival,
+                "prompt" => AttrSource::Prompt,
+                "output" => AttrSource::Output,
+                other => AttrSource::Field(w.fields.iter().position(|f| f == other), a.default),
+            })
+            .collect();
+        self.shared.sess.reserve(w.sessions.len());
+        self.shared.attrs.reserve(w.sessions.len() * attrs.len());
+        let mut previous = 0.0;
+        for (i, s) in w.sessions.iter().enumerate() {
+            // The readers check these; a workload built by hand may not have been.
+            let runs: u64 = s.runs.iter().map(|r| r.len.0).sum();
+            if s.prompt == 0
+                || s.output == 0
+                || (!s.runs.is_empty() && runs != s.prompt)
+                || !(s.arrival >= previous && s.arrival.is_finite())
+            {
+                return Err(config_err(format!(
+                    "session {i} of {}: prompt {} (runs {runs}), output {}, arrival {}: a \
+                     session needs a prompt and an output of at least 1, runs adding up to \
+                     the prompt, and a finite arrival not before the previous one",
+                    w.source, s.prompt, s.output, s.arrival
+                )));
+            }
+            previous = s.arrival;
+            for (a, src) in attrs.iter().zip(&sources) {
+                let v = match *src {
+                    AttrSource::Serial => i as f64,
+                    AttrSource::Arrival => s.arrival,
+                    AttrSource::Prompt => s.prompt as f64,
+                    AttrSource::Output => s.output as f64,
+                    AttrSource::Field(f, default) => {
+                        let given = f.and_then(|f| {
+                            let f = f as u32;
+                            s.extra
+                                .binary_search_by_key(&f, |&(k, _)| k)
+                                .ok()
+                                .map(|j| s.extra[j].1)
+                        });
+                        match given.or(default) {
+                            Some(v) => v,
+                            None => {
+                                return Err(HostError::MissingAttr {
+                                    attr: a.name.clone(),
+                                    session: i as u64,
+                                    line: s.line,
+                                    source: w.source.clone(),
+                                });
+                            }
+                        }
+                    }
+                };
+                self.shared.attrs.push(v);
+            }
+            let start = self.runs.len();
+            self.runs.extend_from_slice(&s.runs);
+            self.shared.sess.push(Sess {
+                arrival: s.arrival,
+                prompt: s.prompt,
+                output: s.output,
+                runs: (start, s.runs.len()),
+                pool: NONE,
+                state: State::Pending,
+                generated: 0,
+                computed: 0,
+                caught_up: false,
+                admitted_once: false,
+                loading: false,
+                load_gen: 0,
+                first_token: f64::NAN,
+                last_token: f64::NAN,
+            });
+        }
+        Ok(())
+    }
+
+    // ----- arrivals -------------------------------------------------------------------
+
+    /// Session `i` arrives: routed round-robin by serial to an entry pool member,
+    /// refused if it could never finish there, else queued (R5 may still refuse it).
+    pub(super) fn arrive(&mut self, i: usize, io: &mut Io<'_>) -> Result<(), HostError> {
+        let p = self.entries[i % self.entries.len()];
+        let s = SessionId(i as u64);
+        let info = &mut self.info[p as usize];
+        info.sessions += 1;
+        let (prompt, output) = {
+            let x = &mut self.shared.sess[i];
+            x.pool = p;
+            x.state = State::Waiting;
+            (x.prompt, x.output)
+        };
+        // A session needs prompt + output − 1 units of KV to produce its last token
+        // (vLLM refuses such a request by max_model_len). R5 refuses prompts above the
+        // cap itself; this refuses one whose prompt fits but whose outputs never will,
+        // which would otherwise be preempted and recomputed forever.
+        let need = prompt + output - 1;
+        if let Some(cap) = info.cap_blocks
+            && Units(prompt).blocks_up(info.block) <= cap
+            && Units(need).blocks_up(info.block) > cap
+        {
+            info.host_rejected += 1;
+            self.shared.sess[i].state = State::Rejected;
+            self.host_event(
+                io,
+                p,
+                HostEvent::Reject {
+                    session: s,
+                    need: Units(need),
+                },
+            )?;
+            self.done_one(io);
+            return Ok(());
+        }
+        let chain = self.chain(i)?;
+        let header = Header {
+            units: Units(prompt),
+            reserve: Units(prompt),
+            chain,
+            max_hit: Some(Units(prompt - 1)),
+        };
+        let r = self.pools[p as usize]
+            .enqueue(self.now, s, header, &self.shared)
+            .map_err(self.engine(p))?;
+        self.after_op(p, io)?;
+        match r {
+            Enqueued::Rejected => {
+                self.shared.sess[i].state = State::Rejected;
+                self.done_one(io);
+            }
+            Enqueued::Queued => self.wake_pool(p),
+        }
+        Ok(())
+    }
+
+    /// Session `i`'s content: its prompt runs (or one run of its own), then a run of
+    /// its own for its outputs, so that only it can hit its output blocks.
+    pub(super) fn chain(&self, i: usize) -> Result<Chain, HostError> {
+        let x = &self.shared.sess[i];
+        let (start, len) = x.runs;
+        let mut runs = Vec::with_capacity(len + 1);
+        if len == 0 {
+            runs.push(Run {
+                id: RunId(HOST_RUN_IDS | (2 * i as u64)),
+                len: Units(x.prompt),
+            });
+        } else {
+            runs.extend_from_slice(&self.runs[start..start + len]);
+        }
+        runs.push(Run {
+            id: RunId(HOST_RUN_IDS | (2 * i as u64 + 1)),
+            len: Units(x.output),
+        });
+        Chain::new(runs).map_err(|e| config_err(format!("session {i}: {e}")))
+    }
+}

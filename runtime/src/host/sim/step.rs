@@ -1,0 +1,558 @@
+//! The step stages (R15, R16): one member's iteration from its start (waiting grows
+//! retried, residents' takes with their grows and preemptions, admissions within the
+//! budget and seats, the iteration's time from the compiled `time`) to its end
+//! (computed units advance, tokens sampled, finished sessions released), and the
+//! iteration told to the observers. It drives pools only through their operations.
+
+use crate::event::Notice;
+use crate::pool::{Admission, Grown, Hit};
+use crate::types::{Header, Limit, SessionId, Units};
+
+use super::super::config::{HostError, IterTime, StepConfig, TimeVar};
+use super::super::observe::{Admitted, Iteration, Latency};
+use super::links::JobKind;
+use super::session::{StageQ, State};
+use super::{Class, Host, Io, NONE, What, pair};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TakeKind {
+    Decode,
+    Cont,
+    Admit,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Take {
+    pub(super) s: SessionId,
+    pub(super) n: u64,
+    pub(super) kind: TakeKind,
+}
+
+/// One member of a step stage.
+pub(super) struct StepMember {
+    pub(super) name: String,
+    pub(super) budget: u64,
+    pub(super) seats: usize,
+    pub(super) chunk: u64,
+    pub(super) exclusive: bool,
+    pub(super) time: IterTime,
+    /// Pool members it serves, in declaration order, member by member (K4).
+    pub(super) pools: Vec<u32>,
+    /// Admission order (vLLM's running list).
+    pub(super) residents: Vec<SessionId>,
+    /// A tick for it is in the event queue.
+    pub(super) scheduled: bool,
+    /// An iteration has started and not yet ended.
+    pub(super) in_flight: bool,
+    pub(super) start: f64,
+    pub(super) iterations: u64,
+    pub(super) busy: f64,
+    pub(super) tokens: u64,
+    pub(super) peak_residents: u64,
+    // The current iteration (reused buffers).
+    pub(super) took: Vec<Take>,
+    pub(super) admitted: Vec<Admitted>,
+    pub(super) cont: Vec<(SessionId, u64)>,
+    pub(super) preempted: Vec<SessionId>,
+    pub(super) finished: Vec<SessionId>,
+    pub(super) allocated: Vec<Units>,
+    pub(super) ctx: Vec<f64>,
+}
+
+impl StepMember {
+    pub(super) fn new(name: String, c: &StepConfig) -> StepMember {
+        let limit = |l: Limit| match l {
+            Limit::Finite(u) => u.0,
+            Limit::Unbounded => u64::MAX,
+        };
+        StepMember {
+            name,
+            budget: limit(c.budget),
+            seats: usize::try_from(limit(c.seats)).unwrap_or(usize::MAX),
+            chunk: limit(c.chunk),
+            exclusive: c.exclusive_prefill,
+            time: c.time.clone(),
+            pools: Vec::new(),
+            residents: Vec::new(),
+            scheduled: false,
+            in_flight: false,
+            start: 0.0,
+            iterations: 0,
+            busy: 0.0,
+            tokens: 0,
+            peak_residents: 0,
+            took: Vec::new(),
+            admitted: Vec::new(),
+            cont: Vec::new(),
+            preempted: Vec::new(),
+            finished: Vec::new(),
+            allocated: Vec::new(),
+            ctx: Vec::new(),
+        }
+    }
+}
+
+impl Host {
+    pub(super) fn waiting_of(&self, m: usize) -> usize {
+        self.steps[m]
+            .pools
+            .iter()
+            .map(|&p| self.pools[p as usize].queued())
+            .sum()
+    }
+
+    /// R15 steps 1 and 2 (or R16), then the iteration's time.
+    pub(super) fn start_iteration(&mut self, m: u32, io: &mut Io<'_>) -> Result<(), HostError> {
+        let mi = m as usize;
+        let residents = self.steps[mi].residents.len();
+        let waiting = self.waiting_of(mi);
+        if residents == 0 && waiting == 0 {
+            return Ok(());
+        }
+        let t = self.now;
+        {
+            let st = &mut self.steps[mi];
+            st.took.clear();
+            st.admitted.clear();
+            st.preempted.clear();
+            st.finished.clear();
+        }
+        self.shared.current = m;
+        let (budget, seats, exclusive) = {
+            let st = &self.steps[mi];
+            (st.budget, st.seats, st.exclusive)
+        };
+        // vLLM turns its long-prefill threshold off for a lone request.
+        let chunk = if residents + waiting > 1 {
+            self.steps[mi].chunk
+        } else {
+            u64::MAX
+        };
+        let mut left = budget;
+        // R13 `preempt none`: waiting grows are retried at every iteration.
+        for k in 0..self.steps[mi].pools.len() {
+            let p = self.steps[mi].pools[k];
+            self.pools[p as usize]
+                .retry_grows(t, &self.shared)
+                .map_err(self.engine(p))?;
+            self.after_op(p, io)?;
+        }
+        if exclusive {
+            // R16 (docs/HOST.md): a resident mid-prefill is this iteration's prefill
+            // (no admission); otherwise one waiting prefill that fits is admitted with
+            // the full budget and displaces the residents' decodes.
+            let mid = self.steps[mi].residents.iter().any(|s| {
+                let x = &self.shared.sess[s.0 as usize];
+                !x.caught_up && !x.loading
+            });
+            let mut alone = false;
+            if !mid && waiting > 0 && residents < seats {
+                for k in 0..self.steps[mi].pools.len() {
+                    let p = self.steps[mi].pools[k];
+                    if let Some(n) = self.admit_one(m, p, budget, chunk, io)? {
+                        alone = n > 0;
+                        break;
+                    }
+                }
+            }
+            if !alone {
+                self.residents_pass(m, &mut left, chunk, io)?;
+            }
+        } else {
+            self.residents_pass(m, &mut left, chunk, io)?;
+            if self.steps[mi].preempted.is_empty() {
+                for k in 0..self.steps[mi].pools.len() {
+                    let p = self.steps[mi].pools[k];
+                    while left > 0
+                        && self.steps[mi].residents.len() < seats
+                        && self.pools[p as usize].queued() > 0
+                    {
+                        match self.admit_one(m, p, left, chunk, io)? {
+                            Some(n) => left -= n,
+                            None => break,
+                        }
+                    }
+                }
+            }
+        }
+        self.shared.current = NONE;
+        self.shared.stage_q[mi] = StageQ {
+            budget_left: f64::INFINITY,
+            residents: self.steps[mi].residents.len() as f64,
+        };
+        let st = &mut self.steps[mi];
+        if st.took.is_empty() && st.preempted.is_empty() && st.admitted.is_empty() {
+            // Nothing could happen: the member idles until an arrival, a release in
+            // one of its pools or a completed load wakes it.
+            return Ok(());
+        }
+        let (mut tokens, mut prefill, mut decode) = (0u64, 0u64, 0u64);
+        for take in &st.took {
+            tokens += take.n;
+            if take.kind == TakeKind::Decode {
+                decode += take.n;
+            } else {
+                prefill += take.n;
+            }
+        }
+        let dt = match &st.time {
+            IterTime::Fixed(x) => *x,
+            IterTime::Compiled { policy, layout } => {
+                st.ctx.clear();
+                for v in layout {
+                    st.ctx.push(match v {
+                        TimeVar::Tokens => tokens as f64,
+                        TimeVar::Prefill => prefill as f64,
+                        TimeVar::Decode => decode as f64,
+                        TimeVar::Residents => st.took.len() as f64,
+                    });
+                }
+                policy.time(&st.ctx)
+            }
+        };
+        if !dt.is_finite() || dt < 0.0 {
+            return Err(HostError::Time {
+                stage: st.name.clone(),
+                step: st.iterations,
+                value: dt,
+            });
+        }
+        st.iterations += 1;
+        st.start = t;
+        st.busy += dt;
+        st.tokens += tokens;
+        st.in_flight = true;
+        st.peak_residents = st.peak_residents.max(st.residents.len() as u64);
+        self.computed_tokens += tokens;
+        self.push(t + dt, Class::End, What::End(m));
+        Ok(())
+    }
+
+    /// R15 step 1: residents in admission order take
+    /// `min(sequence − computed, chunk, budget left)`, growing their holds (R13).
+    pub(super) fn residents_pass(
+        &mut self,
+        m: u32,
+        left: &mut u64,
+        chunk: u64,
+        io: &mut Io<'_>,
+    ) -> Result<(), HostError> {
+        let mi = m as usize;
+        let t = self.now;
+        let mut i = 0;
+        while i < self.steps[mi].residents.len() && *left > 0 {
+            let s = self.steps[mi].residents[i];
+            let x = &self.shared.sess[s.0 as usize];
+            if x.loading {
+                i += 1;
+                continue;
+            }
+            let p = x.pool;
+            let hold = self.pools[p as usize]
+                .hold(s)
+                .ok_or(crate::Error::NotHolding(s))
+                .map_err(self.engine(p))?;
+            if hold.pending_grow.is_some() {
+                i += 1;
+                continue;
+            }
+            let take = (x.seq() - x.computed).min(chunk).min(*left);
+            if take == 0 {
+                i += 1;
+                continue;
+            }
+            let kind = if x.caught_up {
+                TakeKind::Decode
+            } else {
+                TakeKind::Cont
+            };
+            let need = x.computed + take;
+            if need > hold.units.0 {
+                let r = self.pools[p as usize]
+                    .grow(t, s, Units(need - hold.units.0), &self.shared)
+                    .map_err(self.engine(p))?;
+                self.victims.clear();
+                for n in self.pools[p as usize].notices() {
+                    if let Notice::Preempted { session } = *n {
+                        self.victims.push(session);
+                    }
+                }
+                self.after_op(p, io)?;
+                for k in 0..self.victims.len() {
+                    let v = self.victims[k];
+                    self.preempt(m, v, &mut i, left, io)?;
+                }
+                match r {
+                    Grown::Grown => {}
+                    Grown::Waiting => {
+                        i += 1;
+                        continue;
+                    }
+                    // The grower left the residents at index `i`.
+                    Grown::SelfPreempted => continue,
+                }
+            }
+            self.steps[mi].took.push(Take { s, n: take, kind });
+            *left -= take;
+            i += 1;
+        }
+        Ok(())
+    }
+
+    /// A `preempt lifo` victim leaves the stage: it keeps its outputs, forgets its
+    /// computed units (its cached blocks give them back as hits), and waits with a
+    /// header for its whole sequence (R15).
+    pub(super) fn preempt(
+        &mut self,
+        m: u32,
+        v: SessionId,
+        i: &mut usize,
+        left: &mut u64,
+        io: &mut Io<'_>,
+    ) -> Result<(), HostError> {
+        let mi = m as usize;
+        let st = &mut self.steps[mi];
+        if let Some(pos) = st.residents.iter().position(|&r| r == v) {
+            st.residents.remove(pos);
+            // Victims come after the grower in admission order; should one come
+            // before, its take this iteration is undone.
+            if pos < *i {
+                *i -= 1;
+                if let Some(k) = st.took.iter().position(|t| t.s == v) {
+                    *left += st.took[k].n;
+                    st.took.remove(k);
+                }
+            }
+        }
+        st.preempted.push(v);
+        let x = &mut self.shared.sess[v.0 as usize];
+        x.state = State::Waiting;
+        x.computed = 0;
+        x.caught_up = false;
+        x.loading = false;
+        let (p, seq) = (x.pool, x.seq());
+        self.pools[p as usize]
+            .set_waiting_header(
+                v,
+                Units(seq),
+                Units(seq),
+                Some(Units(seq - 1)),
+                &self.shared,
+            )
+            .map_err(self.engine(p))?;
+        self.after_op(p, io)
+    }
+
+    /// One admission attempt of R15 step 2 on pool `p`: the header gives
+    /// `hit + min(sequence − hit, chunk, budget)` units; a hold with a tier hit
+    /// takes no tokens until its load completes (R12). Returns the tokens the
+    /// admitted session takes, `None` when nothing was admitted.
+    pub(super) fn admit_one(
+        &mut self,
+        m: u32,
+        p: u32,
+        budget: u64,
+        chunk: u64,
+        io: &mut Io<'_>,
+    ) -> Result<Option<u64>, HostError> {
+        let mi = m as usize;
+        let pi = p as usize;
+        let t = self.now;
+        self.shared.stage_q[mi] = StageQ {
+            budget_left: if budget == u64::MAX {
+                f64::INFINITY
+            } else {
+                budget as f64
+            },
+            residents: self.steps[mi].residents.len() as f64,
+        };
+        let shared = &self.shared;
+        let units_for = |s: SessionId, hit: Hit, _: &Header| -> Option<Units> {
+            let seq = shared.sess.get(s.0 as usize)?.seq();
+            let base = hit.local.0 + hit.tier.0;
+            if hit.tier.0 > 0 {
+                Some(Units(base))
+            } else {
+                Some(Units(
+                    base + seq.saturating_sub(base).min(chunk).min(budget),
+                ))
+            }
+        };
+        let r = match self.info[pi].tier {
+            Some(tp) => {
+                let (pool, tier) = pair(&mut self.pools, pi, tp as usize);
+                pool.admit_next_tiered(t, shared, Some(tier), units_for)
+            }
+            None => self.pools[pi].admit_next_tiered(t, shared, None, units_for),
+        }
+        .map_err(self.engine(p))?;
+        let Admission::Admitted {
+            session,
+            hit,
+            units,
+        } = r
+        else {
+            self.after_op(p, io)?;
+            return Ok(None);
+        };
+        let load = self.pools[pi].notices().iter().find_map(|n| match *n {
+            Notice::TierLoad { units, work, .. } => Some((units.0, work)),
+            _ => None,
+        });
+        self.after_op(p, io)?;
+        let x = &mut self.shared.sess[session.0 as usize];
+        let resumed = x.admitted_once;
+        x.admitted_once = true;
+        x.state = State::Resident(m);
+        x.computed = hit.0;
+        let prompt = x.prompt;
+        let tokens = if load.is_some() { 0 } else { units.0 - hit.0 };
+        let info = &mut self.info[pi];
+        if resumed {
+            info.resumed_admissions += 1;
+            info.hit_resumed += hit.0;
+        } else {
+            info.new_admissions += 1;
+            info.hit_new += hit.0;
+            info.prompt_new += prompt;
+            info.tier_new += load.map_or(0, |(u, _)| u);
+        }
+        if let Some((units, work)) = load {
+            let x = &mut self.shared.sess[session.0 as usize];
+            x.loading = true;
+            x.load_gen = x.load_gen.wrapping_add(1);
+            let gen_ = x.load_gen;
+            // The pool logged the load as its `tier_load` event (written by after_op).
+            let l = self.info[pi].link.expect("a pool with a tier hit spills");
+            self.submit(
+                p,
+                l,
+                work,
+                JobKind::Load {
+                    session,
+                    gen_,
+                    units,
+                },
+            )?;
+        }
+        let st = &mut self.steps[mi];
+        st.residents.push(session);
+        if tokens > 0 {
+            st.took.push(Take {
+                s: session,
+                n: tokens,
+                kind: TakeKind::Admit,
+            });
+        }
+        st.admitted.push(Admitted {
+            session,
+            resumed,
+            hit,
+            tokens,
+        });
+        Ok(Some(tokens))
+    }
+
+    /// R15 steps 3 and 4 at the iteration's end: computed units advance, sequences
+    /// that are complete sample one token, finished sessions release in the order
+    /// they took tokens.
+    pub(super) fn end_iteration(&mut self, m: u32, io: &mut Io<'_>) -> Result<(), HostError> {
+        let mi = m as usize;
+        let t = self.now;
+        self.steps[mi].in_flight = false;
+        for k in 0..self.steps[mi].took.len() {
+            let Take { s, n, .. } = self.steps[mi].took[k];
+            let x = &mut self.shared.sess[s.0 as usize];
+            x.computed += n;
+            let (p, computed) = (x.pool, x.computed);
+            if computed == x.seq() {
+                x.generated += 1;
+                x.caught_up = true;
+                let moment = if x.first_token.is_nan() {
+                    x.first_token = t;
+                    Latency::FirstToken {
+                        session: s,
+                        ttft: t - x.arrival,
+                    }
+                } else {
+                    Latency::Token {
+                        session: s,
+                        itl: t - x.last_token,
+                    }
+                };
+                x.last_token = t;
+                let finished = x.generated == x.output;
+                self.output_tokens += 1;
+                if finished {
+                    self.steps[mi].finished.push(s);
+                }
+                self.latency(moment, io)?;
+            }
+            self.pools[p as usize]
+                .set_computed(s, Units(computed))
+                .map_err(self.engine(p))?;
+        }
+        for k in 0..self.steps[mi].finished.len() {
+            let s = self.steps[mi].finished[k];
+            let p = self.shared.sess[s.0 as usize].pool;
+            self.pools[p as usize]
+                .release(t, s, &self.shared)
+                .map_err(self.engine(p))?;
+            self.after_op(p, io)?;
+            let x = &mut self.shared.sess[s.0 as usize];
+            x.state = State::Done;
+            let e2e = t - x.arrival;
+            self.latency(Latency::Finished { session: s, e2e }, io)?;
+            let st = &mut self.steps[mi];
+            if let Some(pos) = st.residents.iter().position(|&r| r == s) {
+                st.residents.remove(pos);
+            }
+            self.done_one(io);
+            // Room freed in a pool other members may be waiting on.
+            self.wake_pool(p);
+        }
+        self.shared.stage_q[mi].residents = self.steps[mi].residents.len() as f64;
+        if io.iterations() {
+            self.tell_iteration(m, io)?;
+        }
+        Ok(())
+    }
+
+    /// Tells the observers the iteration of member `m` that just ended.
+    pub(super) fn tell_iteration(&mut self, m: u32, io: &mut Io<'_>) -> Result<(), HostError> {
+        let mi = m as usize;
+        let waiting = self.waiting_of(mi) as u64;
+        let st = &mut self.steps[mi];
+        st.cont.clear();
+        let mut decode = 0;
+        let mut tokens = 0;
+        for take in &st.took {
+            tokens += take.n;
+            match take.kind {
+                TakeKind::Decode => decode += 1,
+                TakeKind::Cont => st.cont.push((take.s, take.n)),
+                TakeKind::Admit => {}
+            }
+        }
+        st.allocated.clear();
+        for &p in &st.pools {
+            st.allocated.push(self.pools[p as usize].allocated());
+        }
+        io.iteration(&Iteration {
+            step: st.iterations - 1,
+            stage: &st.name,
+            start: st.start,
+            end: self.now,
+            admitted: &st.admitted,
+            cont: &st.cont,
+            decode,
+            preempted: &st.preempted,
+            finished: &st.finished,
+            tokens,
+            residents: st.residents.len() as u64,
+            waiting,
+            allocated: &st.allocated,
+        })?;
+        Ok(())
+    }
+}

@@ -1,0 +1,119 @@
+//! The report of a finished run: per pool its counters, hit and tier-hit rates and
+//! occupancy; per stage and link their totals; the sessions' latency percentiles from
+//! the report's [`super::Samples`]. It reads the host's state once, at the end, and
+//! changes nothing a replay decides.
+
+use super::super::report::{LinkReport, Percentiles, PoolReport, Report, StageReport, ratio};
+use super::Host;
+use super::session::State;
+
+impl Host {
+    // ----- the report -------------------------------------------------------------------
+
+    pub(super) fn report(mut self) -> Report {
+        let end = self.now;
+        let mut pools = Vec::with_capacity(self.info.len());
+        let (mut hit, mut prompt, mut tier_units) = (0u64, 0u64, 0u64);
+        let mut r = Report {
+            source: self.source.clone(),
+            sessions: self.shared.sess.len() as u64,
+            ..Report::default()
+        };
+        for (p, info) in self.info.iter().enumerate() {
+            let c = self.pools[p].counters();
+            // A tier's hit rate: units first admissions loaded from it, over the
+            // prompt units of first admissions into the pools that spill into it.
+            let (from, over) = self
+                .info
+                .iter()
+                .filter(|q| q.tier == Some(p as u32))
+                .fold((0, 0), |(a, b), q| (a + q.tier_new, b + q.prompt_new));
+            let entry = !info.served_by.is_empty();
+            if entry {
+                hit += info.hit_new;
+                prompt += info.prompt_new;
+                tier_units += info.tier_new;
+            }
+            r.admissions += c.admissions;
+            r.preemptions += c.preemptions;
+            r.evictions += c.evictions;
+            r.spills += c.spills;
+            r.tier_loads += c.tier_loads;
+            pools.push(PoolReport {
+                name: info.name.clone(),
+                cap: info.cap_units,
+                block: info.block,
+                entry,
+                tier: info.is_tier,
+                sessions: info.sessions,
+                rejected: c.rejected + info.host_rejected,
+                admissions: c.admissions,
+                resumed_admissions: info.resumed_admissions,
+                preemptions: c.preemptions,
+                evictions: c.evictions,
+                spills: c.spills,
+                spills_skipped: info.spills_skipped,
+                stored: c.stored,
+                tier_loads: c.tier_loads,
+                tier_load_units: c.tier_load_units,
+                hit_units: info.hit_new,
+                prompt_units: info.prompt_new,
+                hit_rate: ratio(info.hit_new, info.prompt_new),
+                tier_hit_rate: if info.is_tier {
+                    ratio(from, over)
+                } else {
+                    ratio(info.tier_new, info.prompt_new)
+                },
+                resumed_hit_units: info.hit_resumed,
+                peak_allocated: info.allocated.peak(),
+                mean_allocated: info.allocated.mean(end),
+                peak_used: info.used.peak(),
+                mean_used: info.used.mean(end),
+            });
+        }
+        for x in &self.shared.sess {
+            match x.state {
+                State::Done => r.finished += 1,
+                State::Rejected => r.rejected += 1,
+                _ => r.unfinished += 1,
+            }
+        }
+        r.sim_seconds = end;
+        r.output_tokens = self.output_tokens;
+        r.computed_tokens = self.computed_tokens;
+        r.tokens_per_second = if end > 0.0 {
+            self.output_tokens as f64 / end
+        } else {
+            0.0
+        };
+        r.ttft = Percentiles::of(&mut self.samples.ttft);
+        r.itl = Percentiles::of(&mut self.samples.itl);
+        r.e2e = Percentiles::of(&mut self.samples.e2e);
+        r.hit_rate = ratio(hit, prompt);
+        r.tier_hit_rate = ratio(tier_units, prompt);
+        r.pools = pools;
+        r.stages = self
+            .steps
+            .iter()
+            .map(|s| StageReport {
+                name: s.name.clone(),
+                iterations: s.iterations,
+                busy_seconds: s.busy,
+                tokens: s.tokens,
+                peak_residents: s.peak_residents,
+            })
+            .collect();
+        r.links = self
+            .links
+            .iter()
+            .map(|l| LinkReport {
+                name: l.name.clone(),
+                writes: l.writes,
+                loads: l.loads,
+                work: l.work,
+                busy_seconds: l.busy,
+            })
+            .collect();
+        r
+    }
+}

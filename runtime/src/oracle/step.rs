@@ -1,0 +1,168 @@
+//! One line of steps.jsonl as a typed record: parsed with the field named in every
+//! error, printed back byte for byte as the oracle writes it (keys in its order,
+//! compact), and compared field by field. It knows nothing of files or of the host.
+
+use serde_json::Value;
+
+/// One line of steps.jsonl (FORMAT.md "steps.jsonl"), without `sched`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    pub step: u64,
+    pub arrivals: Vec<String>,
+    /// `(id, "new" | "resumed", hit tokens, scheduled tokens)`.
+    pub admitted: Vec<(String, String, u64, u64)>,
+    pub cont: Vec<(String, u64)>,
+    pub preempted: Vec<String>,
+    pub finished: Vec<String>,
+    pub n_sched_tokens: u64,
+    pub n_decode: u64,
+    pub running: u64,
+    pub waiting: u64,
+    pub free_blocks: u64,
+}
+
+/// The fields compared, in the file's order.
+pub const STEP_FIELDS: [&str; 11] = [
+    "step",
+    "arrivals",
+    "admitted",
+    "cont",
+    "preempted",
+    "finished",
+    "n_sched_tokens",
+    "n_decode",
+    "running",
+    "waiting",
+    "free_blocks",
+];
+
+pub(super) fn quote(s: &str) -> String {
+    // serde_json escapes exactly as Python's json.dumps does for printable ASCII
+    // (and the oracle's ids are `r<n>`), so matching lines are byte-identical.
+    Value::from(s).to_string()
+}
+
+fn id_list(ids: &[String]) -> String {
+    let items: Vec<String> = ids.iter().map(|s| quote(s)).collect();
+    format!("[{}]", items.join(","))
+}
+
+impl Step {
+    /// The compact JSON line, keys in the oracle's order (no newline).
+    pub fn to_line(&self) -> String {
+        let admitted: Vec<String> = self
+            .admitted
+            .iter()
+            .map(|(id, kind, hit, n)| format!("[{},{},{hit},{n}]", quote(id), quote(kind)))
+            .collect();
+        let cont: Vec<String> = self
+            .cont
+            .iter()
+            .map(|(id, n)| format!("[{},{n}]", quote(id)))
+            .collect();
+        format!(
+            "{{\"step\":{},\"arrivals\":{},\"admitted\":[{}],\"cont\":[{}],\"preempted\":{},\
+             \"finished\":{},\"n_sched_tokens\":{},\"n_decode\":{},\"running\":{},\
+             \"waiting\":{},\"free_blocks\":{}}}",
+            self.step,
+            id_list(&self.arrivals),
+            admitted.join(","),
+            cont.join(","),
+            id_list(&self.preempted),
+            id_list(&self.finished),
+            self.n_sched_tokens,
+            self.n_decode,
+            self.running,
+            self.waiting,
+            self.free_blocks
+        )
+    }
+
+    /// The names of the fields in which `self` and `other` differ, in file order.
+    pub fn differing_fields(&self, other: &Step) -> Vec<&'static str> {
+        let same = [
+            self.step == other.step,
+            self.arrivals == other.arrivals,
+            self.admitted == other.admitted,
+            self.cont == other.cont,
+            self.preempted == other.preempted,
+            self.finished == other.finished,
+            self.n_sched_tokens == other.n_sched_tokens,
+            self.n_decode == other.n_decode,
+            self.running == other.running,
+            self.waiting == other.waiting,
+            self.free_blocks == other.free_blocks,
+        ];
+        STEP_FIELDS
+            .iter()
+            .zip(same)
+            .filter(|(_, s)| !s)
+            .map(|(f, _)| *f)
+            .collect()
+    }
+
+    /// Parses a step line; the error says which field is wrong.
+    pub fn from_value(v: &Value) -> Result<Step, String> {
+        let num = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_u64)
+                .ok_or_else(|| format!("`{k}` is missing or not a whole number ≥ 0"))
+        };
+        let arr = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_array)
+                .ok_or_else(|| format!("`{k}` is missing or not a list"))
+        };
+        let ids = |k: &str| -> Result<Vec<String>, String> {
+            arr(k)?
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| format!("`{k}` holds a non-string"))
+                })
+                .collect()
+        };
+        let admitted = arr("admitted")?
+            .iter()
+            .map(|a| match a.as_array().map(Vec::as_slice) {
+                Some([id, kind, hit, n]) => {
+                    match (id.as_str(), kind.as_str(), hit.as_u64(), n.as_u64()) {
+                        (Some(id), Some(kind), Some(hit), Some(n)) => {
+                            Ok((id.to_string(), kind.to_string(), hit, n))
+                        }
+                        _ => Err(format!(
+                            "`admitted` entry {a} is not [id, kind, hit, tokens]"
+                        )),
+                    }
+                }
+                _ => Err(format!(
+                    "`admitted` entry {a} is not [id, kind, hit, tokens]"
+                )),
+            })
+            .collect::<Result<_, _>>()?;
+        let cont = arr("cont")?
+            .iter()
+            .map(|c| match c.as_array().map(Vec::as_slice) {
+                Some([id, n]) => match (id.as_str(), n.as_u64()) {
+                    (Some(id), Some(n)) => Ok((id.to_string(), n)),
+                    _ => Err(format!("`cont` entry {c} is not [id, tokens]")),
+                },
+                _ => Err(format!("`cont` entry {c} is not [id, tokens]")),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Step {
+            step: num("step")?,
+            arrivals: ids("arrivals")?,
+            admitted,
+            cont,
+            preempted: ids("preempted")?,
+            finished: ids("finished")?,
+            n_sched_tokens: num("n_sched_tokens")?,
+            n_decode: num("n_decode")?,
+            running: num("running")?,
+            waiting: num("waiting")?,
+            free_blocks: num("free_blocks")?,
+        })
+    }
+}
