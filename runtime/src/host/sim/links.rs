@@ -45,6 +45,21 @@ pub(super) struct LinkMember {
     pub(super) busy: f64,
 }
 
+impl LinkMember {
+    pub(super) fn new(name: String, rate: f64) -> LinkMember {
+        LinkMember {
+            name,
+            rate,
+            busy_until: 0.0,
+            jobs: VecDeque::new(),
+            writes: 0,
+            loads: 0,
+            work: 0.0,
+            busy: 0.0,
+        }
+    }
+}
+
 impl Host {
     // ----- links and tiers (R17, R12) ---------------------------------------------------
 

@@ -59,6 +59,32 @@ struct PoolInfo {
     used: Occupancy,
 }
 
+impl PoolInfo {
+    fn new(name: String, cap_units: Option<u64>, cap_blocks: Option<u64>, block: u64) -> PoolInfo {
+        PoolInfo {
+            name,
+            cap_units,
+            cap_blocks,
+            block,
+            served_by: Vec::new(),
+            tier: None,
+            link: None,
+            is_tier: false,
+            sessions: 0,
+            host_rejected: 0,
+            new_admissions: 0,
+            resumed_admissions: 0,
+            hit_new: 0,
+            prompt_new: 0,
+            hit_resumed: 0,
+            tier_new: 0,
+            spills_skipped: 0,
+            allocated: Occupancy::default(),
+            used: Occupancy::default(),
+        }
+    }
+}
+
 /// No member (a sentinel for "outside an iteration").
 const NONE: u32 = u32::MAX;
 
