@@ -19,7 +19,7 @@ use super::super::report::Samples;
 use super::links::LinkMember;
 use super::session::{PoolQ, Shared, StageIdx, StageQ};
 use super::step::StepMember;
-use super::{Host, NONE, PoolInfo};
+use super::{Host, LinkIx, PoolInfo, PoolIx, StepIx};
 
 pub(super) fn config_err(m: impl Into<String>) -> HostError {
     HostError::Config(m.into())
@@ -43,7 +43,7 @@ struct Joins {
 struct Pools {
     pools: Vec<Pool>,
     info: Vec<PoolInfo>,
-    flat: Vec<Vec<u32>>,
+    flat: Vec<Vec<PoolIx>>,
     joins: Vec<Joins>,
 }
 
@@ -77,7 +77,7 @@ impl Host {
             ],
             pool_flat,
             stage_flat,
-            current: NONE,
+            current: None,
         };
         resolve_joins(joins, &shared, &mut info, &mut steps)?;
         let entries = entry_pools(&info)?;
@@ -141,7 +141,7 @@ fn build_stages(decls: &[StageDecl]) -> Result<Stages, HostError> {
             match &d.kind {
                 StageKind::Step(c) => {
                     check_time(&d.name, c)?;
-                    members.push(StageIdx::Step(stages.steps.len() as u32));
+                    members.push(StageIdx::Step(StepIx(stages.steps.len() as u32)));
                     stages.steps.push(StepMember::new(name, c));
                 }
                 StageKind::Link(LinkConfig { rate }) => {
@@ -151,7 +151,7 @@ fn build_stages(decls: &[StageDecl]) -> Result<Stages, HostError> {
                             d.name
                         )));
                     }
-                    members.push(StageIdx::Link(stages.links.len() as u32));
+                    members.push(StageIdx::Link(LinkIx(stages.links.len() as u32)));
                     stages.links.push(LinkMember::new(name, *rate));
                 }
             }
@@ -195,7 +195,7 @@ fn build_pools(decls: Vec<PoolDecl>) -> Result<Pools, HostError> {
                 Limit::Unbounded => (None, None),
             };
             let pool = Pool::new(m.config).map_err(|e| config_err(format!("pool {name}: {e}")))?;
-            flat.push(out.pools.len() as u32);
+            flat.push(PoolIx(out.pools.len() as u32));
             out.joins.push(Joins {
                 admit_via: m.admit_via,
                 spill,
@@ -223,7 +223,7 @@ fn resolve_joins(
                 Some(StageIdx::Step(m)) => {
                     if !info[p].served_by.contains(&m) {
                         info[p].served_by.push(m);
-                        steps[m as usize].pools.push(p as u32);
+                        steps[m.ix()].pools.push(PoolIx(p as u32));
                     }
                 }
                 _ => {
@@ -241,7 +241,7 @@ fn resolve_joins(
                     info[p].name
                 ))
             })?;
-            if tp as usize == p {
+            if tp.ix() == p {
                 return Err(config_err(format!(
                     "pool {} spills into itself",
                     info[p].name
@@ -253,16 +253,19 @@ fn resolve_joins(
                     info[p].name
                 )));
             };
-            if info[tp as usize].block != info[p].block {
+            if info[tp.ix()].block != info[p].block {
                 return Err(config_err(format!(
                     "pool {} (block {}) spills into {} (block {}): the reference host needs \
                      a pool and its tier to have the same block",
-                    info[p].name, info[p].block, info[tp as usize].name, info[tp as usize].block
+                    info[p].name,
+                    info[p].block,
+                    info[tp.ix()].name,
+                    info[tp.ix()].block
                 )));
             }
             info[p].tier = Some(tp);
             info[p].link = Some(l);
-            info[tp as usize].is_tier = true;
+            info[tp.ix()].is_tier = true;
         }
     }
     Ok(())
@@ -270,7 +273,7 @@ fn resolve_joins(
 
 /// The pools sessions are routed to: those a step stage admits. Every other pool
 /// must be a tier, or it would never see a session.
-fn entry_pools(info: &[PoolInfo]) -> Result<Vec<u32>, HostError> {
+fn entry_pools(info: &[PoolInfo]) -> Result<Vec<PoolIx>, HostError> {
     if let Some(p) = info.iter().find(|p| p.served_by.is_empty() && !p.is_tier) {
         return Err(config_err(format!(
             "pool {} is neither admitted via a step stage nor a tier another pool spills \
@@ -278,8 +281,9 @@ fn entry_pools(info: &[PoolInfo]) -> Result<Vec<u32>, HostError> {
             p.name
         )));
     }
-    let entries: Vec<u32> = (0..info.len() as u32)
-        .filter(|&p| !info[p as usize].served_by.is_empty())
+    let entries: Vec<PoolIx> = (0..info.len() as u32)
+        .map(PoolIx)
+        .filter(|&p| !info[p.ix()].served_by.is_empty())
         .collect();
     if entries.is_empty() {
         return Err(config_err(

@@ -11,12 +11,12 @@ use crate::types::{BlockKey, SessionId, Units};
 use super::super::config::HostError;
 use super::super::observe::HostEvent;
 use super::session::State;
-use super::{Class, Host, Io, What};
+use super::{Class, Host, Io, LinkIx, PoolIx, What};
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum JobKind {
     Spill {
-        tier: u32,
+        tier: PoolIx,
         session: SessionId,
         key: BlockKey,
         last: f64,
@@ -66,18 +66,18 @@ impl Host {
     /// An evicted block to write to pool `p`'s tier, unless the tier holds it already.
     pub(super) fn spill(
         &mut self,
-        p: u32,
+        p: PoolIx,
         session: SessionId,
         key: BlockKey,
         last: f64,
         work: f64,
         io: &mut Io<'_>,
     ) -> Result<(), HostError> {
-        let pi = p as usize;
+        let pi = p.ix();
         let (Some(tier), Some(link)) = (self.info[pi].tier, self.info[pi].link) else {
             return Ok(());
         };
-        if self.pools[tier as usize].has_key(&key) {
+        if self.pools[tier.ix()].has_key(&key) {
             self.info[pi].spills_skipped += 1;
             return self.host_event(io, p, HostEvent::SpillSkip { session, key });
         }
@@ -97,19 +97,19 @@ impl Host {
     /// Puts `work` on link `l` (R17: first come, first served at its rate).
     pub(super) fn submit(
         &mut self,
-        p: u32,
-        l: u32,
+        p: PoolIx,
+        l: LinkIx,
         work: f64,
         kind: JobKind,
     ) -> Result<(), HostError> {
         if !work.is_finite() || work < 0.0 {
             return Err(HostError::Work {
-                pool: self.info[p as usize].name.clone(),
+                pool: self.info[p.ix()].name.clone(),
                 value: work,
             });
         }
         let now = self.now;
-        let link = &mut self.links[l as usize];
+        let link = &mut self.links[l.ix()];
         let duration = if link.rate.is_infinite() {
             0.0
         } else {
@@ -129,8 +129,8 @@ impl Host {
     }
 
     /// The job at the head of link `l` completes now.
-    pub(super) fn link_done(&mut self, l: u32, io: &mut Io<'_>) -> Result<(), HostError> {
-        let Some(job) = self.links[l as usize].jobs.pop_front() else {
+    pub(super) fn link_done(&mut self, l: LinkIx, io: &mut Io<'_>) -> Result<(), HostError> {
+        let Some(job) = self.links[l.ix()].jobs.pop_front() else {
             return Ok(());
         };
         match job.kind {
@@ -140,7 +140,7 @@ impl Host {
                 key,
                 last,
             } => {
-                let r = self.pools[tier as usize]
+                let r = self.pools[tier.ix()]
                     .accept_spill(self.now, session, key, last, &self.shared)
                     .map_err(self.engine(tier))?;
                 self.after_op(tier, io)?;
@@ -168,7 +168,7 @@ impl Host {
                 x.loading = false;
                 x.computed += units;
                 let (p, computed, state) = (x.pool, x.computed, x.state);
-                self.pools[p as usize]
+                self.pools[p.ix()]
                     .set_computed(session, Units(computed))
                     .map_err(self.engine(p))?;
                 self.host_event(

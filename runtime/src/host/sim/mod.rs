@@ -42,9 +42,9 @@ struct PoolInfo {
     cap_units: Option<u64>,
     cap_blocks: Option<u64>,
     block: u64,
-    served_by: Vec<u32>,
-    tier: Option<u32>,
-    link: Option<u32>,
+    served_by: Vec<StepIx>,
+    tier: Option<PoolIx>,
+    link: Option<LinkIx>,
     is_tier: bool,
     sessions: u64,
     host_rejected: u64,
@@ -85,8 +85,35 @@ impl PoolInfo {
     }
 }
 
-/// No member (a sentinel for "outside an iteration").
-const NONE: u32 = u32::MAX;
+/// A pool member: its index in `Host::pools` and `Host::info`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PoolIx(u32);
+
+/// A step-stage member: its index in `Host::steps`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StepIx(u32);
+
+/// A link-stage member: its index in `Host::links`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LinkIx(u32);
+
+impl PoolIx {
+    fn ix(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl StepIx {
+    fn ix(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl LinkIx {
+    fn ix(self) -> usize {
+        self.0 as usize
+    }
+}
 
 /// Event classes at one time, in order: iteration ends (so what is told at an
 /// iteration's end shows the queues before the next arrivals, as vLLM's steps do),
@@ -102,9 +129,9 @@ enum Class {
 
 #[derive(Clone, Copy, Debug)]
 enum What {
-    End(u32),
-    Link(u32),
-    Start(u32),
+    End(StepIx),
+    Link(LinkIx),
+    Start(StepIx),
 }
 
 /// An event in the queue, ordered by (time, class, push order): the least first.
@@ -195,7 +222,7 @@ pub struct Host {
     shared: Shared,
     runs: Vec<Run>,
     /// Pool members sessions are routed to, round-robin by serial.
-    entries: Vec<u32>,
+    entries: Vec<PoolIx>,
     events: BinaryHeap<Ev>,
     seq: u64,
     next_arrival: usize,
@@ -261,7 +288,7 @@ impl Host {
                         What::Link(l) => self.link_done(l, &mut io)?,
                         What::Start(m) => {
                             self.start_iteration(m, &mut io)?;
-                            let st = &mut self.steps[m as usize];
+                            let st = &mut self.steps[m.ix()];
                             st.scheduled = st.in_flight;
                         }
                     }
@@ -304,16 +331,16 @@ impl Host {
     }
 
     /// Schedules an iteration of an idle step member now.
-    fn wake(&mut self, m: u32) {
-        if !self.steps[m as usize].scheduled {
-            self.steps[m as usize].scheduled = true;
+    fn wake(&mut self, m: StepIx) {
+        if !self.steps[m.ix()].scheduled {
+            self.steps[m.ix()].scheduled = true;
             self.push(self.now, Class::Start, What::Start(m));
         }
     }
 
-    fn wake_pool(&mut self, p: u32) {
-        for k in 0..self.info[p as usize].served_by.len() {
-            let m = self.info[p as usize].served_by[k];
+    fn wake_pool(&mut self, p: PoolIx) {
+        for k in 0..self.info[p.ix()].served_by.len() {
+            let m = self.info[p.ix()].served_by[k];
             self.wake(m);
         }
     }
@@ -344,17 +371,17 @@ impl Host {
         };
     }
 
-    fn engine(&self, p: u32) -> impl Fn(crate::Error) -> HostError + '_ {
+    fn engine(&self, p: PoolIx) -> impl Fn(crate::Error) -> HostError + '_ {
         move |error| HostError::Engine {
-            pool: self.info[p as usize].name.clone(),
+            pool: self.info[p.ix()].name.clone(),
             error,
         }
     }
 
     /// After every operation on pool `p`: its events go to the observers, its spills
     /// go on their link, its queryable state is refreshed.
-    fn after_op(&mut self, p: u32, io: &mut Io<'_>) -> Result<(), HostError> {
-        let pi = p as usize;
+    fn after_op(&mut self, p: PoolIx, io: &mut Io<'_>) -> Result<(), HostError> {
+        let pi = p.ix();
         if io.events {
             let info = &self.info[pi];
             for r in self.pools[pi].log() {
@@ -387,10 +414,10 @@ impl Host {
     }
 
     /// A host event about pool `p`, told with the pool's state as it is now.
-    fn host_event(&self, io: &mut Io<'_>, p: u32, event: HostEvent) -> Result<(), HostError> {
+    fn host_event(&self, io: &mut Io<'_>, p: PoolIx, event: HostEvent) -> Result<(), HostError> {
         if io.events {
-            let info = &self.info[p as usize];
-            let pool = &self.pools[p as usize];
+            let info = &self.info[p.ix()];
+            let pool = &self.pools[p.ix()];
             io.event(&PoolEvent {
                 t: self.now,
                 pool: &info.name,

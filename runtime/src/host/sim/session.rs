@@ -12,14 +12,14 @@ use crate::types::{Chain, Header, Run, RunId, SessionId, Units};
 use super::super::config::{AttrSpec, HostError};
 use super::super::observe::HostEvent;
 use super::build::config_err;
-use super::{Host, Io, NONE};
+use super::{Host, Io, LinkIx, PoolIx, StepIx};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum State {
     Pending,
     Waiting,
     /// Resident of this step member.
-    Resident(u32),
+    Resident(StepIx),
     Done,
     Rejected,
 }
@@ -31,7 +31,8 @@ pub(super) struct Sess {
     pub(super) output: u64,
     /// Its prompt runs in the host's run arena.
     pub(super) runs: (usize, usize),
-    pub(super) pool: u32,
+    /// The entry pool member it is routed to, round-robin by serial.
+    pub(super) pool: PoolIx,
     pub(super) state: State,
     pub(super) generated: u64,
     /// Units of its sequence whose KV exists (mirrors the pool's computed).
@@ -70,8 +71,8 @@ pub(super) struct StageQ {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum StageIdx {
-    Step(u32),
-    Link(u32),
+    Step(StepIx),
+    Link(LinkIx),
 }
 
 /// What the pools read through [`Env`]: attributes, residency and queries. Kept apart
@@ -84,15 +85,15 @@ pub(super) struct Shared {
     pub(super) n_attrs: usize,
     pub(super) pool_q: Vec<PoolQ>,
     pub(super) stage_q: Vec<StageQ>,
-    pub(super) pool_flat: Vec<Vec<u32>>,
+    pub(super) pool_flat: Vec<Vec<PoolIx>>,
     pub(super) stage_flat: Vec<Vec<StageIdx>>,
     /// The step member whose iteration is being scheduled: `preempt lifo` victims are
     /// its residents (NONE outside an iteration).
-    pub(super) current: u32,
+    pub(super) current: Option<StepIx>,
 }
 
 impl Shared {
-    pub(super) fn pool_index(&self, r: PoolRef) -> Option<u32> {
+    pub(super) fn pool_index(&self, r: PoolRef) -> Option<PoolIx> {
         self.pool_flat
             .get(r.pool as usize)?
             .get(r.member as usize)
@@ -114,18 +115,18 @@ impl Env for Shared {
     }
 
     fn is_resident(&self, session: SessionId) -> bool {
-        self.current != NONE
-            && self
-                .sess
+        self.current.is_some_and(|m| {
+            self.sess
                 .get(session.0 as usize)
-                .is_some_and(|s| s.state == State::Resident(self.current))
+                .is_some_and(|s| s.state == State::Resident(m))
+        })
     }
 
     fn query(&self, query: Query) -> f64 {
         match query.target {
             Target::Pool(r) => match self.pool_index(r) {
                 Some(p) => {
-                    let q = self.pool_q[p as usize];
+                    let q = self.pool_q[p.ix()];
                     match query.kind {
                         QueryKind::Free => q.free,
                         QueryKind::Used => q.used,
@@ -139,7 +140,7 @@ impl Env for Shared {
             },
             Target::Stage(r) => match self.stage_index(r) {
                 Some(StageIdx::Step(m)) => {
-                    let q = self.stage_q[m as usize];
+                    let q = self.stage_q[m.ix()];
                     match query.kind {
                         QueryKind::BudgetLeft => q.budget_left,
                         QueryKind::Residents => q.residents,
@@ -229,7 +230,7 @@ impl Host {
                 prompt: s.prompt,
                 output: s.output,
                 runs: (start, s.runs.len()),
-                pool: NONE,
+                pool: self.entries[i % self.entries.len()],
                 state: State::Pending,
                 generated: 0,
                 computed: 0,
@@ -249,13 +250,12 @@ impl Host {
     /// Session `i` arrives: routed round-robin by serial to an entry pool member,
     /// refused if it could never finish there, else queued (R5 may still refuse it).
     pub(super) fn arrive(&mut self, i: usize, io: &mut Io<'_>) -> Result<(), HostError> {
-        let p = self.entries[i % self.entries.len()];
+        let p = self.shared.sess[i].pool;
         let s = SessionId(i as u64);
-        let info = &mut self.info[p as usize];
+        let info = &mut self.info[p.ix()];
         info.sessions += 1;
         let (prompt, output) = {
             let x = &mut self.shared.sess[i];
-            x.pool = p;
             x.state = State::Waiting;
             (x.prompt, x.output)
         };
@@ -288,7 +288,7 @@ impl Host {
             chain,
             max_hit: Some(Units(prompt - 1)),
         };
-        let r = self.pools[p as usize]
+        let r = self.pools[p.ix()]
             .enqueue(self.now, s, header, &self.shared)
             .map_err(self.engine(p))?;
         self.after_op(p, io)?;

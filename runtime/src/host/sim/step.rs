@@ -12,7 +12,7 @@ use super::super::config::{HostError, IterTime, StepConfig, TimeVar};
 use super::super::observe::{Admitted, Iteration, Latency};
 use super::links::JobKind;
 use super::session::{StageQ, State};
-use super::{Class, Host, Io, NONE, What, pair};
+use super::{Class, Host, Io, PoolIx, StepIx, What, pair};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum TakeKind {
@@ -37,7 +37,7 @@ pub(super) struct StepMember {
     pub(super) exclusive: bool,
     pub(super) time: IterTime,
     /// Pool members it serves, in declaration order, member by member (K4).
-    pub(super) pools: Vec<u32>,
+    pub(super) pools: Vec<PoolIx>,
     /// Admission order (vLLM's running list).
     pub(super) residents: Vec<SessionId>,
     /// A tick for it is in the event queue.
@@ -97,13 +97,13 @@ impl Host {
         self.steps[m]
             .pools
             .iter()
-            .map(|&p| self.pools[p as usize].queued())
+            .map(|&p| self.pools[p.ix()].queued())
             .sum()
     }
 
     /// R15 steps 1 and 2 (or R16), then the iteration's time.
-    pub(super) fn start_iteration(&mut self, m: u32, io: &mut Io<'_>) -> Result<(), HostError> {
-        let mi = m as usize;
+    pub(super) fn start_iteration(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
+        let mi = m.ix();
         let residents = self.steps[mi].residents.len();
         let waiting = self.waiting_of(mi);
         if residents == 0 && waiting == 0 {
@@ -117,7 +117,7 @@ impl Host {
             st.preempted.clear();
             st.finished.clear();
         }
-        self.shared.current = m;
+        self.shared.current = Some(m);
         let (budget, seats, exclusive) = {
             let st = &self.steps[mi];
             (st.budget, st.seats, st.exclusive)
@@ -132,7 +132,7 @@ impl Host {
         // R13 `preempt none`: waiting grows are retried at every iteration.
         for k in 0..self.steps[mi].pools.len() {
             let p = self.steps[mi].pools[k];
-            self.pools[p as usize]
+            self.pools[p.ix()]
                 .retry_grows(t, &self.shared)
                 .map_err(self.engine(p))?;
             self.after_op(p, io)?;
@@ -165,7 +165,7 @@ impl Host {
                     let p = self.steps[mi].pools[k];
                     while left > 0
                         && self.steps[mi].residents.len() < seats
-                        && self.pools[p as usize].queued() > 0
+                        && self.pools[p.ix()].queued() > 0
                     {
                         match self.admit_one(m, p, left, chunk, io)? {
                             Some(n) => left -= n,
@@ -175,7 +175,7 @@ impl Host {
                 }
             }
         }
-        self.shared.current = NONE;
+        self.shared.current = None;
         self.shared.stage_q[mi] = StageQ {
             budget_left: f64::INFINITY,
             residents: self.steps[mi].residents.len() as f64,
@@ -232,12 +232,12 @@ impl Host {
     /// `min(sequence − computed, chunk, budget left)`, growing their holds (R13).
     pub(super) fn residents_pass(
         &mut self,
-        m: u32,
+        m: StepIx,
         left: &mut u64,
         chunk: u64,
         io: &mut Io<'_>,
     ) -> Result<(), HostError> {
-        let mi = m as usize;
+        let mi = m.ix();
         let t = self.now;
         let mut i = 0;
         while i < self.steps[mi].residents.len() && *left > 0 {
@@ -248,7 +248,7 @@ impl Host {
                 continue;
             }
             let p = x.pool;
-            let hold = self.pools[p as usize]
+            let hold = self.pools[p.ix()]
                 .hold(s)
                 .ok_or(crate::Error::NotHolding(s))
                 .map_err(self.engine(p))?;
@@ -268,11 +268,11 @@ impl Host {
             };
             let need = x.computed + take;
             if need > hold.units.0 {
-                let r = self.pools[p as usize]
+                let r = self.pools[p.ix()]
                     .grow(t, s, Units(need - hold.units.0), &self.shared)
                     .map_err(self.engine(p))?;
                 self.victims.clear();
-                for n in self.pools[p as usize].notices() {
+                for n in self.pools[p.ix()].notices() {
                     if let Notice::Preempted { session } = *n {
                         self.victims.push(session);
                     }
@@ -304,13 +304,13 @@ impl Host {
     /// header for its whole sequence (R15).
     pub(super) fn preempt(
         &mut self,
-        m: u32,
+        m: StepIx,
         v: SessionId,
         i: &mut usize,
         left: &mut u64,
         io: &mut Io<'_>,
     ) -> Result<(), HostError> {
-        let mi = m as usize;
+        let mi = m.ix();
         let st = &mut self.steps[mi];
         if let Some(pos) = st.residents.iter().position(|&r| r == v) {
             st.residents.remove(pos);
@@ -331,7 +331,7 @@ impl Host {
         x.caught_up = false;
         x.loading = false;
         let (p, seq) = (x.pool, x.seq());
-        self.pools[p as usize]
+        self.pools[p.ix()]
             .set_waiting_header(
                 v,
                 Units(seq),
@@ -349,14 +349,14 @@ impl Host {
     /// admitted session takes, `None` when nothing was admitted.
     pub(super) fn admit_one(
         &mut self,
-        m: u32,
-        p: u32,
+        m: StepIx,
+        p: PoolIx,
         budget: u64,
         chunk: u64,
         io: &mut Io<'_>,
     ) -> Result<Option<u64>, HostError> {
-        let mi = m as usize;
-        let pi = p as usize;
+        let mi = m.ix();
+        let pi = p.ix();
         let t = self.now;
         self.shared.stage_q[mi] = StageQ {
             budget_left: if budget == u64::MAX {
@@ -380,7 +380,7 @@ impl Host {
         };
         let r = match self.info[pi].tier {
             Some(tp) => {
-                let (pool, tier) = pair(&mut self.pools, pi, tp as usize);
+                let (pool, tier) = pair(&mut self.pools, pi, tp.ix());
                 pool.admit_next_tiered(t, shared, Some(tier), units_for)
             }
             None => self.pools[pi].admit_next_tiered(t, shared, None, units_for),
@@ -456,8 +456,8 @@ impl Host {
     /// R15 steps 3 and 4 at the iteration's end: computed units advance, sequences
     /// that are complete sample one token, finished sessions release in the order
     /// they took tokens.
-    pub(super) fn end_iteration(&mut self, m: u32, io: &mut Io<'_>) -> Result<(), HostError> {
-        let mi = m as usize;
+    pub(super) fn end_iteration(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
+        let mi = m.ix();
         let t = self.now;
         self.steps[mi].in_flight = false;
         for k in 0..self.steps[mi].took.len() {
@@ -488,14 +488,14 @@ impl Host {
                 }
                 self.latency(moment, io)?;
             }
-            self.pools[p as usize]
+            self.pools[p.ix()]
                 .set_computed(s, Units(computed))
                 .map_err(self.engine(p))?;
         }
         for k in 0..self.steps[mi].finished.len() {
             let s = self.steps[mi].finished[k];
             let p = self.shared.sess[s.0 as usize].pool;
-            self.pools[p as usize]
+            self.pools[p.ix()]
                 .release(t, s, &self.shared)
                 .map_err(self.engine(p))?;
             self.after_op(p, io)?;
@@ -519,8 +519,8 @@ impl Host {
     }
 
     /// Tells the observers the iteration of member `m` that just ended.
-    pub(super) fn tell_iteration(&mut self, m: u32, io: &mut Io<'_>) -> Result<(), HostError> {
-        let mi = m as usize;
+    pub(super) fn tell_iteration(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
+        let mi = m.ix();
         let waiting = self.waiting_of(mi) as u64;
         let st = &mut self.steps[mi];
         st.cont.clear();
@@ -536,7 +536,7 @@ impl Host {
         }
         st.allocated.clear();
         for &p in &st.pools {
-            st.allocated.push(self.pools[p as usize].allocated());
+            st.allocated.push(self.pools[p.ix()].allocated());
         }
         io.iteration(&Iteration {
             step: st.iterations - 1,

@@ -4,8 +4,8 @@
 //! changes nothing a replay decides.
 
 use super::super::report::{LinkReport, Percentiles, PoolReport, Report, StageReport, ratio};
-use super::Host;
 use super::session::State;
+use super::{Host, PoolIx};
 
 impl Host {
     // ----- the report -------------------------------------------------------------------
@@ -26,7 +26,7 @@ impl Host {
             let (from, over) = self
                 .info
                 .iter()
-                .filter(|q| q.tier == Some(p as u32))
+                .filter(|q| q.tier == Some(PoolIx(p as u32)))
                 .fold((0, 0), |(a, b), q| (a + q.tier_new, b + q.prompt_new));
             let entry = !info.served_by.is_empty();
             if entry {
