@@ -6,8 +6,12 @@
 //! Map: [`types`] (units, sessions, content chains, block identities), [`config`]
 //! (pool configuration and slot layouts), [`env`] (what a pool asks its host),
 //! [`pool`] (one pool member: the rules R1–R14), [`event`] (the event log and host
-//! notices), [`policy`] (the compiled-function ABI). docs/RUNTIME.md maps every rule
-//! to its code.
+//! notices), [`policy`] (the compiled-function ABI), [`host`] (the reference host:
+//! sessions, step and link stages R15–R17, the report, and the [`host::Observer`]
+//! that the log and every other watcher of a run implement), [`trace`] (the workload
+//! readers and the synthetic workload), [`oracle`] (vLLM oracle scenarios: read,
+//! replay, compare). docs/RUNTIME.md maps every rule to its code; docs/HOST.md
+//! describes the host.
 
 mod cache;
 pub mod config;

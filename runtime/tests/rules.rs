@@ -2,6 +2,8 @@
 //! meet the engine), each named after the rule and with its expected values worked
 //! out by hand in comments. Every operation goes through `World`, which checks R1 and
 //! the engine's invariants after it. No timing, no ignored tests.
+//! This file is long because it is one table of rules: each scenario is short and
+//! stands alone, and splitting them by rule would scatter the shared `World` driver.
 
 mod common;
 

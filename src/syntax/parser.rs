@@ -10,6 +10,10 @@
 //! from its left operand's start to its right operand's end, always covers balanced
 //! text); the parentheses of `time (…)`, `spill … (…) when (…)` and key lists belong
 //! to the option, not to the expression inside.
+//!
+//! This file is long because it is one grammar: every production is a small nom
+//! combinator, and the precedence climb, the option parsers and the recovery share
+//! one token-slice vocabulary that a split would have to export.
 
 use nom::branch::alt;
 use nom::combinator::{cut, map, opt};

@@ -6,6 +6,9 @@
 //! `KeyList::key`, the compiler's tests give it `poolc::interp`. It must stay obviously
 //! correct; it is allowed to be slow. It shares only the public value types (sessions,
 //! units, keys, events, layouts) with the engine.
+//! This file is long because the model must be read in one piece to be trusted: it is
+//! a whole pool member written out plainly, and splitting it would hide the linear
+//! story it tells.
 
 #![allow(dead_code)]
 
