@@ -26,7 +26,9 @@ impl Hasher for FxHasher {
     fn write(&mut self, bytes: &[u8]) {
         for chunk in bytes.chunks(8) {
             let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
+            for (w, b) in word.iter_mut().zip(chunk) {
+                *w = *b;
+            }
             self.add(u64::from_le_bytes(word));
         }
     }

@@ -151,7 +151,9 @@ impl KeyList {
     /// Key `index` of one row. Panics if `index` is out of range or a slice is
     /// shorter than [`KeyList::shape`].
     pub fn key(&self, index: usize, row: &[f64], ctx: &[f64]) -> f64 {
-        let key = self.keys[index];
+        let Some(&key) = self.keys.get(index) else {
+            panic!("key {index} of a key list of {}", self.keys.len());
+        };
         check_len("row", row, self.shape.row);
         check_len("ctx", ctx, self.shape.ctx);
         // SAFETY: lengths checked against the shape the constructor vouched for; the

@@ -244,7 +244,9 @@ pub fn compare(scenario: &Scenario, replay: &Replay) -> Outcome {
                 fields,
                 expected: want.map(|(line, _)| line.clone()),
                 actual: got.map(Step::to_line),
-                before: recorded[i.saturating_sub(3)..i.min(recorded.len())]
+                before: recorded
+                    .get(i.saturating_sub(3)..i.min(recorded.len()))
+                    .unwrap_or_default()
                     .iter()
                     .map(|(line, _)| line.clone())
                     .collect(),

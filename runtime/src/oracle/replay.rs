@@ -7,7 +7,9 @@
 
 use std::io;
 
-use crate::host::{Host, HostConfig, IterTime, Iteration, Observer, RunOptions, StageKind};
+use crate::host::{
+    Host, HostConfig, IterTime, Iteration, Observer, PoolDecl, RunOptions, StageDecl, StageKind,
+};
 use crate::trace::{SessionSpec, Workload};
 use crate::types::{Limit, Run, RunId, SessionId, Units};
 
@@ -27,34 +29,31 @@ pub struct Engine {
 /// one pool, of one member. Other pools (tiers) and link stages may exist; whatever
 /// they change shows up as a divergence, not as an error.
 pub fn engine(config: &HostConfig) -> Result<Engine, OracleError> {
-    let steps: Vec<usize> = config
+    let steps: Vec<(usize, &StageDecl)> = config
         .stages
         .iter()
         .enumerate()
         .filter(|(_, s)| matches!(s.kind, StageKind::Step(_)))
-        .map(|(i, _)| i)
         .collect();
-    let [stage] = steps[..] else {
+    let [(stage, decl)] = steps[..] else {
         return Err(OracleError::Shape(format!(
             "the spec has {} step stages; conform maps vLLM's one engine onto exactly one",
             steps.len()
         )));
     };
-    let decl = &config.stages[stage];
     if decl.count != 1 {
         return Err(OracleError::Shape(format!(
             "stage `{}` is a family of {}; conform maps vLLM's one engine onto one member",
             decl.name, decl.count
         )));
     }
-    let admitted: Vec<usize> = config
+    let admitted: Vec<(usize, &PoolDecl)> = config
         .pools
         .iter()
         .enumerate()
         .filter(|(_, p)| p.members.iter().any(|m| !m.admit_via.is_empty()))
-        .map(|(i, _)| i)
         .collect();
-    let [pool] = admitted[..] else {
+    let [(pool, p)] = admitted[..] else {
         return Err(OracleError::Shape(format!(
             "{} pools are admitted via stage `{}`; conform maps vLLM's KV cache onto \
              exactly one",
@@ -62,7 +61,6 @@ pub fn engine(config: &HostConfig) -> Result<Engine, OracleError> {
             decl.name
         )));
     };
-    let p = &config.pools[pool];
     if p.members.len() != 1 {
         return Err(OracleError::Shape(format!(
             "pool `{}` is a family of {}; conform maps vLLM's KV cache onto one member",

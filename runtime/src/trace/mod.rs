@@ -61,10 +61,8 @@ impl Workload {
     pub fn field(&self, i: usize, name: &str) -> Option<f64> {
         let f = u32::try_from(self.fields.iter().position(|n| n == name)?).ok()?;
         let s = self.sessions.get(i)?;
-        s.extra
-            .binary_search_by_key(&f, |&(k, _)| k)
-            .ok()
-            .map(|j| s.extra[j].1)
+        let j = s.extra.binary_search_by_key(&f, |&(k, _)| k).ok()?;
+        s.extra.get(j).map(|&(_, v)| v)
     }
 
     /// The first `n` sessions (all when there are fewer).

@@ -107,18 +107,22 @@ pub fn synthetic_with(n: usize, seed: u64, p: &SyntheticParams) -> Workload {
         let mut runs: Vec<Run> = Vec::new();
         let recent = sessions.len().min(p.recent);
         if recent > 0 && rng.unit() < p.followup {
-            let parent = &sessions[sessions.len() - 1 - rng.range(0, recent as u64 - 1) as usize];
-            if parent.prompt + tail <= p.max_prompt {
+            let back = rng.range(0, recent as u64 - 1) as usize;
+            if let Some(parent) = sessions.iter().rev().nth(back)
+                && parent.prompt + tail <= p.max_prompt
+            {
                 runs.extend_from_slice(&parent.runs);
             }
         }
         if runs.is_empty() && !roots.is_empty() && rng.unit() < p.root_share {
             let u = rng.unit();
             let k = ((roots.len() as f64 * u * u) as usize).min(roots.len() - 1);
-            runs.push(Run {
-                id: RunId(k as u64 + 1),
-                len: Units(roots[k]),
-            });
+            if let Some(&len) = roots.get(k) {
+                runs.push(Run {
+                    id: RunId(k as u64 + 1),
+                    len: Units(len),
+                });
+            }
         }
         runs.push(Run {
             id: RunId(p.roots + 1 + i as u64),

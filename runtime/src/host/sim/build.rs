@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 use crate::config::PoolRef;
 use crate::pool::Pool;
 use crate::trace::Workload;
-use crate::types::Limit;
+use crate::types::{Limit, SessionId};
 
 use super::super::config::{
     HostConfig, HostError, IterTime, LinkConfig, PoolDecl, StageDecl, StageKind, StepConfig,
@@ -19,6 +19,7 @@ use super::super::report::Samples;
 use super::links::LinkMember;
 use super::session::{PoolQ, Shared, StageIdx, StageQ};
 use super::step::StepMember;
+use super::table::Table;
 use super::{Host, LinkIx, PoolInfo, PoolIx, StepIx};
 
 pub(super) fn config_err(m: impl Into<String>) -> HostError {
@@ -28,8 +29,8 @@ pub(super) fn config_err(m: impl Into<String>) -> HostError {
 /// The stage members, flattened: step members and link members in declaration
 /// order, and per declaration the index of each of its members.
 struct Stages {
-    steps: Vec<StepMember>,
-    links: Vec<LinkMember>,
+    steps: Table<StepIx, StepMember>,
+    links: Table<LinkIx, LinkMember>,
     flat: Vec<Vec<StageIdx>>,
 }
 
@@ -41,8 +42,8 @@ struct Joins {
 
 /// The pool members, flattened, with what the host keeps of each and their joins.
 struct Pools {
-    pools: Vec<Pool>,
-    info: Vec<PoolInfo>,
+    pools: Table<PoolIx, Pool>,
+    info: Table<PoolIx, PoolInfo>,
     flat: Vec<Vec<PoolIx>>,
     joins: Vec<Joins>,
 }
@@ -64,17 +65,17 @@ impl Host {
             joins,
         } = build_pools(config.pools)?;
         let shared = Shared {
-            sess: Vec::new(),
+            sess: Table::new(),
             attrs: Vec::new(),
             n_attrs: config.attrs.len(),
-            pool_q: vec![PoolQ::default(); pools.len()],
-            stage_q: vec![
+            pool_q: Table::filled(pools.len(), PoolQ::default()),
+            stage_q: Table::filled(
+                steps.len(),
                 StageQ {
                     budget_left: f64::INFINITY,
                     residents: 0.0,
-                };
-                steps.len()
-            ],
+                },
+            ),
             pool_flat,
             stage_flat,
             current: None,
@@ -92,7 +93,7 @@ impl Host {
             entries,
             events: BinaryHeap::new(),
             seq: 0,
-            next_arrival: 0,
+            next_arrival: SessionId(0),
             now: 0.0,
             done: 0,
             samples: Samples::default(),
@@ -102,7 +103,7 @@ impl Host {
         };
         host.bind(&config.attrs, workload)?;
         host.reserve_samples(workload);
-        for p in 0..host.pools.len() {
+        for p in host.pools.keys() {
             host.refresh(p);
         }
         Ok(host)
@@ -127,8 +128,8 @@ impl Host {
 /// layout, a link's rate.
 fn build_stages(decls: &[StageDecl]) -> Result<Stages, HostError> {
     let mut stages = Stages {
-        steps: Vec::new(),
-        links: Vec::new(),
+        steps: Table::new(),
+        links: Table::new(),
         flat: Vec::new(),
     };
     for d in decls {
@@ -141,8 +142,8 @@ fn build_stages(decls: &[StageDecl]) -> Result<Stages, HostError> {
             match &d.kind {
                 StageKind::Step(c) => {
                     check_time(&d.name, c)?;
-                    members.push(StageIdx::Step(StepIx(stages.steps.len() as u32)));
-                    stages.steps.push(StepMember::new(name, c));
+                    let m = stages.steps.push(StepMember::new(name, c));
+                    members.push(StageIdx::Step(m));
                 }
                 StageKind::Link(LinkConfig { rate }) => {
                     if rate.is_nan() || *rate <= 0.0 {
@@ -151,8 +152,8 @@ fn build_stages(decls: &[StageDecl]) -> Result<Stages, HostError> {
                             d.name
                         )));
                     }
-                    members.push(StageIdx::Link(LinkIx(stages.links.len() as u32)));
-                    stages.links.push(LinkMember::new(name, *rate));
+                    let l = stages.links.push(LinkMember::new(name, *rate));
+                    members.push(StageIdx::Link(l));
                 }
             }
         }
@@ -164,8 +165,8 @@ fn build_stages(decls: &[StageDecl]) -> Result<Stages, HostError> {
 /// Every pool declaration's members as engine pools, each knowing its own place.
 fn build_pools(decls: Vec<PoolDecl>) -> Result<Pools, HostError> {
     let mut out = Pools {
-        pools: Vec::new(),
-        info: Vec::new(),
+        pools: Table::new(),
+        info: Table::new(),
         flat: Vec::new(),
         joins: Vec::new(),
     };
@@ -195,12 +196,11 @@ fn build_pools(decls: Vec<PoolDecl>) -> Result<Pools, HostError> {
                 Limit::Unbounded => (None, None),
             };
             let pool = Pool::new(m.config).map_err(|e| config_err(format!("pool {name}: {e}")))?;
-            flat.push(PoolIx(out.pools.len() as u32));
+            flat.push(out.pools.push(pool));
             out.joins.push(Joins {
                 admit_via: m.admit_via,
                 spill,
             });
-            out.pools.push(pool);
             out.info
                 .push(PoolInfo::new(name, cap_units, cap_blocks, block));
         }
@@ -214,16 +214,16 @@ fn build_pools(decls: Vec<PoolDecl>) -> Result<Pools, HostError> {
 fn resolve_joins(
     joins: Vec<Joins>,
     shared: &Shared,
-    info: &mut [PoolInfo],
-    steps: &mut [StepMember],
+    info: &mut Table<PoolIx, PoolInfo>,
+    steps: &mut Table<StepIx, StepMember>,
 ) -> Result<(), HostError> {
-    for (p, Joins { admit_via, spill }) in joins.into_iter().enumerate() {
+    for (p, Joins { admit_via, spill }) in info.keys().zip(joins) {
         for r in admit_via {
             match shared.stage_index(r) {
                 Some(StageIdx::Step(m)) => {
                     if !info[p].served_by.contains(&m) {
                         info[p].served_by.push(m);
-                        steps[m.ix()].pools.push(PoolIx(p as u32));
+                        steps[m].pools.push(p);
                     }
                 }
                 _ => {
@@ -241,7 +241,7 @@ fn resolve_joins(
                     info[p].name
                 ))
             })?;
-            if tp.ix() == p {
+            if tp == p {
                 return Err(config_err(format!(
                     "pool {} spills into itself",
                     info[p].name
@@ -253,19 +253,16 @@ fn resolve_joins(
                     info[p].name
                 )));
             };
-            if info[tp.ix()].block != info[p].block {
+            if info[tp].block != info[p].block {
                 return Err(config_err(format!(
                     "pool {} (block {}) spills into {} (block {}): the reference host needs \
                      a pool and its tier to have the same block",
-                    info[p].name,
-                    info[p].block,
-                    info[tp.ix()].name,
-                    info[tp.ix()].block
+                    info[p].name, info[p].block, info[tp].name, info[tp].block
                 )));
             }
             info[p].tier = Some(tp);
             info[p].link = Some(l);
-            info[tp.ix()].is_tier = true;
+            info[tp].is_tier = true;
         }
     }
     Ok(())
@@ -273,7 +270,7 @@ fn resolve_joins(
 
 /// The pools sessions are routed to: those a step stage admits. Every other pool
 /// must be a tier, or it would never see a session.
-fn entry_pools(info: &[PoolInfo]) -> Result<Vec<PoolIx>, HostError> {
+fn entry_pools(info: &Table<PoolIx, PoolInfo>) -> Result<Vec<PoolIx>, HostError> {
     if let Some(p) = info.iter().find(|p| p.served_by.is_empty() && !p.is_tier) {
         return Err(config_err(format!(
             "pool {} is neither admitted via a step stage nor a tier another pool spills \
@@ -281,9 +278,9 @@ fn entry_pools(info: &[PoolInfo]) -> Result<Vec<PoolIx>, HostError> {
             p.name
         )));
     }
-    let entries: Vec<PoolIx> = (0..info.len() as u32)
-        .map(PoolIx)
-        .filter(|&p| !info[p.ix()].served_by.is_empty())
+    let entries: Vec<PoolIx> = info
+        .keys()
+        .filter(|&p| !info[p].served_by.is_empty())
         .collect();
     if entries.is_empty() {
         return Err(config_err(

@@ -73,12 +73,11 @@ impl Host {
         work: f64,
         io: &mut Io<'_>,
     ) -> Result<(), HostError> {
-        let pi = p.ix();
-        let (Some(tier), Some(link)) = (self.info[pi].tier, self.info[pi].link) else {
+        let (Some(tier), Some(link)) = (self.info[p].tier, self.info[p].link) else {
             return Ok(());
         };
-        if self.pools[tier.ix()].has_key(&key) {
-            self.info[pi].spills_skipped += 1;
+        if self.pools[tier].has_key(&key) {
+            self.info[p].spills_skipped += 1;
             return self.host_event(io, p, HostEvent::SpillSkip { session, key });
         }
         self.submit(
@@ -104,12 +103,12 @@ impl Host {
     ) -> Result<(), HostError> {
         if !work.is_finite() || work < 0.0 {
             return Err(HostError::Work {
-                pool: self.info[p.ix()].name.clone(),
+                pool: self.info[p].name.clone(),
                 value: work,
             });
         }
         let now = self.now;
-        let link = &mut self.links[l.ix()];
+        let link = &mut self.links[l];
         let duration = if link.rate.is_infinite() {
             0.0
         } else {
@@ -130,7 +129,7 @@ impl Host {
 
     /// The job at the head of link `l` completes now.
     pub(super) fn link_done(&mut self, l: LinkIx, io: &mut Io<'_>) -> Result<(), HostError> {
-        let Some(job) = self.links[l.ix()].jobs.pop_front() else {
+        let Some(job) = self.links[l].jobs.pop_front() else {
             return Ok(());
         };
         match job.kind {
@@ -140,7 +139,7 @@ impl Host {
                 key,
                 last,
             } => {
-                let r = self.pools[tier.ix()]
+                let r = self.pools[tier]
                     .accept_spill(self.now, session, key, last, &self.shared)
                     .map_err(self.engine(tier))?;
                 self.after_op(tier, io)?;
@@ -160,7 +159,7 @@ impl Host {
                 gen_,
                 units,
             } => {
-                let x = &mut self.shared.sess[session.0 as usize];
+                let x = &mut self.shared.sess[session];
                 if !(x.loading && x.load_gen == gen_) {
                     // Its session was preempted while loading: the load is void.
                     return Ok(());
@@ -168,7 +167,7 @@ impl Host {
                 x.loading = false;
                 x.computed += units;
                 let (p, computed, state) = (x.pool, x.computed, x.state);
-                self.pools[p.ix()]
+                self.pools[p]
                     .set_computed(session, Units(computed))
                     .map_err(self.engine(p))?;
                 self.host_event(

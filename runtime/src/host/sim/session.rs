@@ -12,6 +12,7 @@ use crate::types::{Chain, Header, Run, RunId, SessionId, Units};
 use super::super::config::{AttrSpec, HostError};
 use super::super::observe::HostEvent;
 use super::build::config_err;
+use super::table::Table;
 use super::{Host, Io, LinkIx, PoolIx, StepIx};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,13 +79,13 @@ pub(super) enum StageIdx {
 /// What the pools read through [`Env`]: attributes, residency and queries. Kept apart
 /// from the pools so that one can be borrowed mutably while this is read.
 pub(super) struct Shared {
-    pub(super) sess: Vec<Sess>,
+    pub(super) sess: Table<SessionId, Sess>,
     /// Attribute values, `n_attrs` per session. They never change in this host, so
     /// they are answered for ended sessions too (S3 then reads the same values).
     pub(super) attrs: Vec<f64>,
     pub(super) n_attrs: usize,
-    pub(super) pool_q: Vec<PoolQ>,
-    pub(super) stage_q: Vec<StageQ>,
+    pub(super) pool_q: Table<PoolIx, PoolQ>,
+    pub(super) stage_q: Table<StepIx, StageQ>,
     pub(super) pool_flat: Vec<Vec<PoolIx>>,
     pub(super) stage_flat: Vec<Vec<StageIdx>>,
     /// The step member whose iteration is being scheduled: `preempt lifo` victims are
@@ -117,7 +118,7 @@ impl Env for Shared {
     fn is_resident(&self, session: SessionId) -> bool {
         self.current.is_some_and(|m| {
             self.sess
-                .get(session.0 as usize)
+                .get(session)
                 .is_some_and(|s| s.state == State::Resident(m))
         })
     }
@@ -126,7 +127,7 @@ impl Env for Shared {
         match query.target {
             Target::Pool(r) => match self.pool_index(r) {
                 Some(p) => {
-                    let q = self.pool_q[p.ix()];
+                    let q = self.pool_q[p];
                     match query.kind {
                         QueryKind::Free => q.free,
                         QueryKind::Used => q.used,
@@ -140,7 +141,7 @@ impl Env for Shared {
             },
             Target::Stage(r) => match self.stage_index(r) {
                 Some(StageIdx::Step(m)) => {
-                    let q = self.stage_q[m.ix()];
+                    let q = self.stage_q[m];
                     match query.kind {
                         QueryKind::BudgetLeft => q.budget_left,
                         QueryKind::Residents => q.residents,
@@ -247,15 +248,14 @@ impl Host {
 
     // ----- arrivals -------------------------------------------------------------------
 
-    /// Session `i` arrives: routed round-robin by serial to an entry pool member,
+    /// Session `s` arrives at its entry pool member (fixed when it was bound),
     /// refused if it could never finish there, else queued (R5 may still refuse it).
-    pub(super) fn arrive(&mut self, i: usize, io: &mut Io<'_>) -> Result<(), HostError> {
-        let p = self.shared.sess[i].pool;
-        let s = SessionId(i as u64);
-        let info = &mut self.info[p.ix()];
+    pub(super) fn arrive(&mut self, s: SessionId, io: &mut Io<'_>) -> Result<(), HostError> {
+        let p = self.shared.sess[s].pool;
+        let info = &mut self.info[p];
         info.sessions += 1;
         let (prompt, output) = {
-            let x = &mut self.shared.sess[i];
+            let x = &mut self.shared.sess[s];
             x.state = State::Waiting;
             (x.prompt, x.output)
         };
@@ -269,7 +269,7 @@ impl Host {
             && Units(need).blocks_up(info.block) > cap
         {
             info.host_rejected += 1;
-            self.shared.sess[i].state = State::Rejected;
+            self.shared.sess[s].state = State::Rejected;
             self.host_event(
                 io,
                 p,
@@ -281,20 +281,20 @@ impl Host {
             self.done_one(io);
             return Ok(());
         }
-        let chain = self.chain(i)?;
+        let chain = self.chain(s)?;
         let header = Header {
             units: Units(prompt),
             reserve: Units(prompt),
             chain,
             max_hit: Some(Units(prompt - 1)),
         };
-        let r = self.pools[p.ix()]
+        let r = self.pools[p]
             .enqueue(self.now, s, header, &self.shared)
             .map_err(self.engine(p))?;
         self.after_op(p, io)?;
         match r {
             Enqueued::Rejected => {
-                self.shared.sess[i].state = State::Rejected;
+                self.shared.sess[s].state = State::Rejected;
                 self.done_one(io);
             }
             Enqueued::Queued => self.wake_pool(p),
@@ -302,22 +302,26 @@ impl Host {
         Ok(())
     }
 
-    /// Session `i`'s content: its prompt runs (or one run of its own), then a run of
+    /// Session `s`'s content: its prompt runs (or one run of its own), then a run of
     /// its own for its outputs, so that only it can hit its output blocks.
-    pub(super) fn chain(&self, i: usize) -> Result<Chain, HostError> {
-        let x = &self.shared.sess[i];
+    pub(super) fn chain(&self, s: SessionId) -> Result<Chain, HostError> {
+        let x = &self.shared.sess[s];
+        let i = s.0;
         let (start, len) = x.runs;
         let mut runs = Vec::with_capacity(len + 1);
         if len == 0 {
             runs.push(Run {
-                id: RunId(HOST_RUN_IDS | (2 * i as u64)),
+                id: RunId(HOST_RUN_IDS | (2 * i)),
                 len: Units(x.prompt),
             });
         } else {
-            runs.extend_from_slice(&self.runs[start..start + len]);
+            let prompt_runs = self.runs.get(start..start + len).ok_or_else(|| {
+                config_err(format!("session {i}: its runs are not in the host's arena"))
+            })?;
+            runs.extend_from_slice(prompt_runs);
         }
         runs.push(Run {
-            id: RunId(HOST_RUN_IDS | (2 * i as u64 + 1)),
+            id: RunId(HOST_RUN_IDS | (2 * i + 1)),
             len: Units(x.output),
         });
         Chain::new(runs).map_err(|e| config_err(format!("session {i}: {e}")))

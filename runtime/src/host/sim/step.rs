@@ -12,7 +12,7 @@ use super::super::config::{HostError, IterTime, StepConfig, TimeVar};
 use super::super::observe::{Admitted, Iteration, Latency};
 use super::links::JobKind;
 use super::session::{StageQ, State};
-use super::{Class, Host, Io, PoolIx, StepIx, What, pair};
+use super::{Class, Host, Io, PoolIx, StepIx, What};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum TakeKind {
@@ -93,25 +93,24 @@ impl StepMember {
 }
 
 impl Host {
-    pub(super) fn waiting_of(&self, m: usize) -> usize {
+    pub(super) fn waiting_of(&self, m: StepIx) -> usize {
         self.steps[m]
             .pools
             .iter()
-            .map(|&p| self.pools[p.ix()].queued())
+            .map(|&p| self.pools[p].queued())
             .sum()
     }
 
     /// R15 steps 1 and 2 (or R16), then the iteration's time.
     pub(super) fn start_iteration(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
-        let mi = m.ix();
-        let residents = self.steps[mi].residents.len();
-        let waiting = self.waiting_of(mi);
+        let residents = self.steps[m].residents.len();
+        let waiting = self.waiting_of(m);
         if residents == 0 && waiting == 0 {
             return Ok(());
         }
         let t = self.now;
         {
-            let st = &mut self.steps[mi];
+            let st = &mut self.steps[m];
             st.took.clear();
             st.admitted.clear();
             st.preempted.clear();
@@ -119,20 +118,20 @@ impl Host {
         }
         self.shared.current = Some(m);
         let (budget, seats, exclusive) = {
-            let st = &self.steps[mi];
+            let st = &self.steps[m];
             (st.budget, st.seats, st.exclusive)
         };
         // vLLM turns its long-prefill threshold off for a lone request.
         let chunk = if residents + waiting > 1 {
-            self.steps[mi].chunk
+            self.steps[m].chunk
         } else {
             u64::MAX
         };
         let mut left = budget;
         // R13 `preempt none`: waiting grows are retried at every iteration.
-        for k in 0..self.steps[mi].pools.len() {
-            let p = self.steps[mi].pools[k];
-            self.pools[p.ix()]
+        for k in 0..self.steps[m].pools.len() {
+            let p = self.steps[m].pools[k];
+            self.pools[p]
                 .retry_grows(t, &self.shared)
                 .map_err(self.engine(p))?;
             self.after_op(p, io)?;
@@ -141,14 +140,14 @@ impl Host {
             // R16 (docs/HOST.md): a resident mid-prefill is this iteration's prefill
             // (no admission); otherwise one waiting prefill that fits is admitted with
             // the full budget and displaces the residents' decodes.
-            let mid = self.steps[mi].residents.iter().any(|s| {
-                let x = &self.shared.sess[s.0 as usize];
+            let mid = self.steps[m].residents.iter().any(|s| {
+                let x = &self.shared.sess[*s];
                 !x.caught_up && !x.loading
             });
             let mut alone = false;
             if !mid && waiting > 0 && residents < seats {
-                for k in 0..self.steps[mi].pools.len() {
-                    let p = self.steps[mi].pools[k];
+                for k in 0..self.steps[m].pools.len() {
+                    let p = self.steps[m].pools[k];
                     if let Some(n) = self.admit_one(m, p, budget, chunk, io)? {
                         alone = n > 0;
                         break;
@@ -160,12 +159,12 @@ impl Host {
             }
         } else {
             self.residents_pass(m, &mut left, chunk, io)?;
-            if self.steps[mi].preempted.is_empty() {
-                for k in 0..self.steps[mi].pools.len() {
-                    let p = self.steps[mi].pools[k];
+            if self.steps[m].preempted.is_empty() {
+                for k in 0..self.steps[m].pools.len() {
+                    let p = self.steps[m].pools[k];
                     while left > 0
-                        && self.steps[mi].residents.len() < seats
-                        && self.pools[p.ix()].queued() > 0
+                        && self.steps[m].residents.len() < seats
+                        && self.pools[p].queued() > 0
                     {
                         match self.admit_one(m, p, left, chunk, io)? {
                             Some(n) => left -= n,
@@ -176,11 +175,11 @@ impl Host {
             }
         }
         self.shared.current = None;
-        self.shared.stage_q[mi] = StageQ {
+        self.shared.stage_q[m] = StageQ {
             budget_left: f64::INFINITY,
-            residents: self.steps[mi].residents.len() as f64,
+            residents: self.steps[m].residents.len() as f64,
         };
-        let st = &mut self.steps[mi];
+        let st = &mut self.steps[m];
         if st.took.is_empty() && st.preempted.is_empty() && st.admitted.is_empty() {
             // Nothing could happen: the member idles until an arrival, a release in
             // one of its pools or a completed load wakes it.
@@ -237,18 +236,17 @@ impl Host {
         chunk: u64,
         io: &mut Io<'_>,
     ) -> Result<(), HostError> {
-        let mi = m.ix();
         let t = self.now;
         let mut i = 0;
-        while i < self.steps[mi].residents.len() && *left > 0 {
-            let s = self.steps[mi].residents[i];
-            let x = &self.shared.sess[s.0 as usize];
+        while i < self.steps[m].residents.len() && *left > 0 {
+            let s = self.steps[m].residents[i];
+            let x = &self.shared.sess[s];
             if x.loading {
                 i += 1;
                 continue;
             }
             let p = x.pool;
-            let hold = self.pools[p.ix()]
+            let hold = self.pools[p]
                 .hold(s)
                 .ok_or(crate::Error::NotHolding(s))
                 .map_err(self.engine(p))?;
@@ -268,11 +266,11 @@ impl Host {
             };
             let need = x.computed + take;
             if need > hold.units.0 {
-                let r = self.pools[p.ix()]
+                let r = self.pools[p]
                     .grow(t, s, Units(need - hold.units.0), &self.shared)
                     .map_err(self.engine(p))?;
                 self.victims.clear();
-                for n in self.pools[p.ix()].notices() {
+                for n in self.pools[p].notices() {
                     if let Notice::Preempted { session } = *n {
                         self.victims.push(session);
                     }
@@ -292,7 +290,7 @@ impl Host {
                     Grown::SelfPreempted => continue,
                 }
             }
-            self.steps[mi].took.push(Take { s, n: take, kind });
+            self.steps[m].took.push(Take { s, n: take, kind });
             *left -= take;
             i += 1;
         }
@@ -310,8 +308,7 @@ impl Host {
         left: &mut u64,
         io: &mut Io<'_>,
     ) -> Result<(), HostError> {
-        let mi = m.ix();
-        let st = &mut self.steps[mi];
+        let st = &mut self.steps[m];
         if let Some(pos) = st.residents.iter().position(|&r| r == v) {
             st.residents.remove(pos);
             // Victims come after the grower in admission order; should one come
@@ -325,13 +322,13 @@ impl Host {
             }
         }
         st.preempted.push(v);
-        let x = &mut self.shared.sess[v.0 as usize];
+        let x = &mut self.shared.sess[v];
         x.state = State::Waiting;
         x.computed = 0;
         x.caught_up = false;
         x.loading = false;
         let (p, seq) = (x.pool, x.seq());
-        self.pools[p.ix()]
+        self.pools[p]
             .set_waiting_header(
                 v,
                 Units(seq),
@@ -355,20 +352,18 @@ impl Host {
         chunk: u64,
         io: &mut Io<'_>,
     ) -> Result<Option<u64>, HostError> {
-        let mi = m.ix();
-        let pi = p.ix();
         let t = self.now;
-        self.shared.stage_q[mi] = StageQ {
+        self.shared.stage_q[m] = StageQ {
             budget_left: if budget == u64::MAX {
                 f64::INFINITY
             } else {
                 budget as f64
             },
-            residents: self.steps[mi].residents.len() as f64,
+            residents: self.steps[m].residents.len() as f64,
         };
         let shared = &self.shared;
         let units_for = |s: SessionId, hit: Hit, _: &Header| -> Option<Units> {
-            let seq = shared.sess.get(s.0 as usize)?.seq();
+            let seq = shared.sess.get(s)?.seq();
             let base = hit.local.0 + hit.tier.0;
             if hit.tier.0 > 0 {
                 Some(Units(base))
@@ -378,12 +373,12 @@ impl Host {
                 ))
             }
         };
-        let r = match self.info[pi].tier {
+        let r = match self.info[p].tier {
             Some(tp) => {
-                let (pool, tier) = pair(&mut self.pools, pi, tp.ix());
+                let (pool, tier) = self.pools.pair(p, tp);
                 pool.admit_next_tiered(t, shared, Some(tier), units_for)
             }
-            None => self.pools[pi].admit_next_tiered(t, shared, None, units_for),
+            None => self.pools[p].admit_next_tiered(t, shared, None, units_for),
         }
         .map_err(self.engine(p))?;
         let Admission::Admitted {
@@ -395,19 +390,19 @@ impl Host {
             self.after_op(p, io)?;
             return Ok(None);
         };
-        let load = self.pools[pi].notices().iter().find_map(|n| match *n {
+        let load = self.pools[p].notices().iter().find_map(|n| match *n {
             Notice::TierLoad { units, work, .. } => Some((units.0, work)),
             _ => None,
         });
         self.after_op(p, io)?;
-        let x = &mut self.shared.sess[session.0 as usize];
+        let x = &mut self.shared.sess[session];
         let resumed = x.admitted_once;
         x.admitted_once = true;
         x.state = State::Resident(m);
         x.computed = hit.0;
         let prompt = x.prompt;
         let tokens = if load.is_some() { 0 } else { units.0 - hit.0 };
-        let info = &mut self.info[pi];
+        let info = &mut self.info[p];
         if resumed {
             info.resumed_admissions += 1;
             info.hit_resumed += hit.0;
@@ -418,12 +413,12 @@ impl Host {
             info.tier_new += load.map_or(0, |(u, _)| u);
         }
         if let Some((units, work)) = load {
-            let x = &mut self.shared.sess[session.0 as usize];
+            let x = &mut self.shared.sess[session];
             x.loading = true;
             x.load_gen = x.load_gen.wrapping_add(1);
             let gen_ = x.load_gen;
             // The pool logged the load as its `tier_load` event (written by after_op).
-            let l = self.info[pi].link.expect("a pool with a tier hit spills");
+            let l = self.info[p].link.expect("a pool with a tier hit spills");
             self.submit(
                 p,
                 l,
@@ -435,7 +430,7 @@ impl Host {
                 },
             )?;
         }
-        let st = &mut self.steps[mi];
+        let st = &mut self.steps[m];
         st.residents.push(session);
         if tokens > 0 {
             st.took.push(Take {
@@ -457,12 +452,11 @@ impl Host {
     /// that are complete sample one token, finished sessions release in the order
     /// they took tokens.
     pub(super) fn end_iteration(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
-        let mi = m.ix();
         let t = self.now;
-        self.steps[mi].in_flight = false;
-        for k in 0..self.steps[mi].took.len() {
-            let Take { s, n, .. } = self.steps[mi].took[k];
-            let x = &mut self.shared.sess[s.0 as usize];
+        self.steps[m].in_flight = false;
+        for k in 0..self.steps[m].took.len() {
+            let Take { s, n, .. } = self.steps[m].took[k];
+            let x = &mut self.shared.sess[s];
             x.computed += n;
             let (p, computed) = (x.pool, x.computed);
             if computed == x.seq() {
@@ -484,26 +478,26 @@ impl Host {
                 let finished = x.generated == x.output;
                 self.output_tokens += 1;
                 if finished {
-                    self.steps[mi].finished.push(s);
+                    self.steps[m].finished.push(s);
                 }
                 self.latency(moment, io)?;
             }
-            self.pools[p.ix()]
+            self.pools[p]
                 .set_computed(s, Units(computed))
                 .map_err(self.engine(p))?;
         }
-        for k in 0..self.steps[mi].finished.len() {
-            let s = self.steps[mi].finished[k];
-            let p = self.shared.sess[s.0 as usize].pool;
-            self.pools[p.ix()]
+        for k in 0..self.steps[m].finished.len() {
+            let s = self.steps[m].finished[k];
+            let p = self.shared.sess[s].pool;
+            self.pools[p]
                 .release(t, s, &self.shared)
                 .map_err(self.engine(p))?;
             self.after_op(p, io)?;
-            let x = &mut self.shared.sess[s.0 as usize];
+            let x = &mut self.shared.sess[s];
             x.state = State::Done;
             let e2e = t - x.arrival;
             self.latency(Latency::Finished { session: s, e2e }, io)?;
-            let st = &mut self.steps[mi];
+            let st = &mut self.steps[m];
             if let Some(pos) = st.residents.iter().position(|&r| r == s) {
                 st.residents.remove(pos);
             }
@@ -511,7 +505,7 @@ impl Host {
             // Room freed in a pool other members may be waiting on.
             self.wake_pool(p);
         }
-        self.shared.stage_q[mi].residents = self.steps[mi].residents.len() as f64;
+        self.shared.stage_q[m].residents = self.steps[m].residents.len() as f64;
         if io.iterations() {
             self.tell_iteration(m, io)?;
         }
@@ -520,9 +514,8 @@ impl Host {
 
     /// Tells the observers the iteration of member `m` that just ended.
     pub(super) fn tell_iteration(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
-        let mi = m.ix();
-        let waiting = self.waiting_of(mi) as u64;
-        let st = &mut self.steps[mi];
+        let waiting = self.waiting_of(m) as u64;
+        let st = &mut self.steps[m];
         st.cont.clear();
         let mut decode = 0;
         let mut tokens = 0;
@@ -536,7 +529,7 @@ impl Host {
         }
         st.allocated.clear();
         for &p in &st.pools {
-            st.allocated.push(self.pools[p.ix()].allocated());
+            st.allocated.push(self.pools[p].allocated());
         }
         io.iteration(&Iteration {
             step: st.iterations - 1,

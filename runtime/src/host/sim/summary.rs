@@ -4,8 +4,8 @@
 //! changes nothing a replay decides.
 
 use super::super::report::{LinkReport, Percentiles, PoolReport, Report, StageReport, ratio};
+use super::Host;
 use super::session::State;
-use super::{Host, PoolIx};
 
 impl Host {
     // ----- the report -------------------------------------------------------------------
@@ -19,14 +19,14 @@ impl Host {
             sessions: self.shared.sess.len() as u64,
             ..Report::default()
         };
-        for (p, info) in self.info.iter().enumerate() {
+        for (p, info) in self.info.keys().zip(self.info.iter()) {
             let c = self.pools[p].counters();
             // A tier's hit rate: units first admissions loaded from it, over the
             // prompt units of first admissions into the pools that spill into it.
             let (from, over) = self
                 .info
                 .iter()
-                .filter(|q| q.tier == Some(PoolIx(p as u32)))
+                .filter(|q| q.tier == Some(p))
                 .fold((0, 0), |(a, b), q| (a + q.tier_new, b + q.prompt_new));
             let entry = !info.served_by.is_empty();
             if entry {
