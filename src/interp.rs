@@ -10,24 +10,106 @@
 //! arithmetic, and `min`/`max` return `f64::NAN`). A bit-for-bit comparison against
 //! the JIT should therefore treat any two NaNs as equal and compare all other values
 //! by `to_bits`, which keeps the sign of zero significant.
+//!
+//! A slot outside its row or context, a builtin with the wrong number of arguments
+//! and rows shorter than `n * stride` are not inputs to define but broken invariants
+//! of checked IR (sema) or of the engine that lays out the rows. `try_eval` and
+//! `try_select` report them as an [`InterpError`], so a test can pin each without
+//! catching a panic; `eval` and `select`, which every caller of checked IR uses,
+//! panic with the same message.
 
 use std::cmp::Ordering;
+use std::fmt;
 
 use crate::ir::{BinaryOp, Builtin, Expr, Slot, UnaryOp};
+
+/// An expression or selection that checked IR never asks for: a broken invariant,
+/// reported by the `try_` functions (the others panic with its `Display` text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InterpError {
+    /// A slot at or past the end of its row or context, which has `len` values.
+    SlotOutOfRange { slot: Slot, len: usize },
+    /// A builtin given a number of arguments sema rejects (E4).
+    Arity { builtin: Builtin, given: usize },
+    /// `select` of `n` rows of `stride` values each over `got` values; `needed` is
+    /// `n * stride`, or `None` when that overflows `usize`.
+    ShortRows {
+        n: usize,
+        stride: usize,
+        needed: Option<usize>,
+        got: usize,
+    },
+}
+
+impl fmt::Display for InterpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            InterpError::SlotOutOfRange { slot, len } => {
+                let (name, index) = match slot {
+                    Slot::Row(i) => ("row", i),
+                    Slot::Ctx(i) => ("ctx", i),
+                };
+                write!(
+                    f,
+                    "interp: {name} slot {index} out of range ({name} has {len} slots); sema \
+                     broke the slot-layout invariant"
+                )
+            }
+            InterpError::Arity { builtin, given } => {
+                let guarantee = match builtin {
+                    Builtin::Min | Builtin::Max => "at least 2",
+                    Builtin::Abs | Builtin::Floor | Builtin::Ceil | Builtin::Sqrt => "exactly 1",
+                };
+                write!(
+                    f,
+                    "interp: {} called with {given} arguments; sema guarantees {guarantee}",
+                    builtin.name()
+                )
+            }
+            InterpError::ShortRows { needed: None, .. } => {
+                write!(f, "select: n * stride overflows usize")
+            }
+            InterpError::ShortRows {
+                n,
+                stride,
+                needed: Some(needed),
+                got,
+            } => write!(
+                f,
+                "select: {n} rows of stride {stride} need {needed} values, got {got}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for InterpError {}
+
+/// The value of a `try_` function, or a panic with its error's message: what the
+/// functions for checked IR do on a broken invariant.
+#[track_caller]
+fn or_panic<T>(result: Result<T, InterpError>) -> T {
+    result.unwrap_or_else(|e| panic!("{e}"))
+}
 
 /// Evaluates an IR expression on one row and one context (E2–E4).
 ///
 /// # Panics
-/// When a `Slot` index is out of range for `row` or `ctx`. Sema guarantees every slot
-/// lies inside its site's layout, so this only fires on a broken invariant. Because
-/// `&&`, `||` and `?:` are lazy, a bad slot in a branch that is not taken does not
-/// panic. Recursion depth equals the tree depth, which sema keeps to source nesting.
+/// Where [`try_eval`] returns an error: a `Slot` index out of range for `row` or
+/// `ctx`, or a builtin with the wrong number of arguments. Sema guarantees neither
+/// happens, so this only fires on a broken invariant.
 pub fn eval(expr: &Expr, row: &[f64], ctx: &[f64]) -> f64 {
-    match expr {
+    or_panic(try_eval(expr, row, ctx))
+}
+
+/// [`eval`], reporting a broken invariant as an error instead of panicking. Because
+/// `&&`, `||` and `?:` are lazy, a bad slot in a branch that is not taken is no
+/// error. Recursion depth equals the tree depth, which sema keeps to source nesting.
+pub fn try_eval(expr: &Expr, row: &[f64], ctx: &[f64]) -> Result<f64, InterpError> {
+    Ok(match expr {
         Expr::Const(c) => *c,
-        Expr::Slot(slot) => read_slot(*slot, row, ctx),
+        Expr::Slot(slot) => read_slot(*slot, row, ctx)?,
         Expr::Unary(op, x) => {
-            let x = eval(x, row, ctx);
+            let x = try_eval(x, row, ctx)?;
             match op {
                 // Rust's unary minus is IEEE negate: it flips the sign bit, so -0 and
                 // -NaN come out as the JIT's `fneg` gives them.
@@ -36,16 +118,16 @@ pub fn eval(expr: &Expr, row: &[f64], ctx: &[f64]) -> f64 {
                 UnaryOp::Not => bool_value(x == 0.0),
             }
         }
-        Expr::Binary(op, a, b) => eval_binary(*op, a, b, row, ctx),
+        Expr::Binary(op, a, b) => eval_binary(*op, a, b, row, ctx)?,
         Expr::Cond(c, a, b) => {
-            if truthy(eval(c, row, ctx)) {
-                eval(a, row, ctx)
+            if truthy(try_eval(c, row, ctx)?) {
+                try_eval(a, row, ctx)?
             } else {
-                eval(b, row, ctx)
+                try_eval(b, row, ctx)?
             }
         }
-        Expr::Call(builtin, args) => eval_call(*builtin, args, row, ctx),
-    }
+        Expr::Call(builtin, args) => eval_call(*builtin, args, row, ctx)?,
+    })
 }
 
 /// E2 truthiness: non-zero is true; NaN is true; -0 is false.
@@ -99,21 +181,35 @@ pub fn compare_keys(a: &[f64], b: &[f64]) -> Ordering {
 /// be 0 (keys read no row slot); every row is then the empty slice.
 ///
 /// # Panics
-/// When `rows` holds fewer than `n * stride` values, or a key reads a slot outside
-/// `stride` or `ctx` (a broken sema or runtime invariant).
+/// Where [`try_select`] returns an error: when `rows` holds fewer than `n * stride`
+/// values, or a key reads a slot outside `stride` or `ctx` (a broken sema or runtime
+/// invariant).
 pub fn select(keys: &[Expr], rows: &[f64], n: usize, stride: usize, ctx: &[f64]) -> Option<usize> {
-    let needed = n
-        .checked_mul(stride)
-        .expect("select: n * stride overflows usize");
-    assert!(
-        rows.len() >= needed,
-        "select: {n} rows of stride {stride} need {needed} values, got {}",
-        rows.len()
-    );
+    or_panic(try_select(keys, rows, n, stride, ctx))
+}
+
+/// [`select`], reporting a broken invariant as an error instead of panicking.
+pub fn try_select(
+    keys: &[Expr],
+    rows: &[f64],
+    n: usize,
+    stride: usize,
+    ctx: &[f64],
+) -> Result<Option<usize>, InterpError> {
+    let short = |needed| InterpError::ShortRows {
+        n,
+        stride,
+        needed,
+        got: rows.len(),
+    };
+    let needed = n.checked_mul(stride).ok_or_else(|| short(None))?;
+    if rows.len() < needed {
+        return Err(short(Some(needed)));
+    }
     let mut best: Option<(usize, Vec<f64>)> = None;
     for i in 0..n {
         let row = &rows[i * stride..i * stride + stride];
-        let values = key_values(keys, row, ctx);
+        let values = key_values(keys, row, ctx)?;
         // Only a strictly smaller row replaces the best, so among equal rows the
         // earliest one stays: the site's tie rule is index order.
         let replace = match &best {
@@ -124,7 +220,7 @@ pub fn select(keys: &[Expr], rows: &[f64], n: usize, stride: usize, ctx: &[f64])
             best = Some((i, values));
         }
     }
-    best.map(|(i, _)| i)
+    Ok(best.map(|(i, _)| i))
 }
 
 /// Fused comparator: `compare_keys` of the key values of two rows, as -1, 0 or 1.
@@ -132,8 +228,8 @@ pub fn select(keys: &[Expr], rows: &[f64], n: usize, stride: usize, ctx: &[f64])
 /// # Panics
 /// When a key reads a slot outside a row or `ctx` (a broken sema invariant).
 pub fn cmp(keys: &[Expr], row_a: &[f64], row_b: &[f64], ctx: &[f64]) -> i32 {
-    let a = key_values(keys, row_a, ctx);
-    let b = key_values(keys, row_b, ctx);
+    let a = or_panic(key_values(keys, row_a, ctx));
+    let b = or_panic(key_values(keys, row_b, ctx));
     match compare_keys(&a, &b) {
         Ordering::Less => -1,
         Ordering::Equal => 0,
@@ -141,44 +237,51 @@ pub fn cmp(keys: &[Expr], row_a: &[f64], row_b: &[f64], ctx: &[f64]) -> i32 {
     }
 }
 
-fn key_values(keys: &[Expr], row: &[f64], ctx: &[f64]) -> Vec<f64> {
-    keys.iter().map(|k| eval(k, row, ctx)).collect()
+fn key_values(keys: &[Expr], row: &[f64], ctx: &[f64]) -> Result<Vec<f64>, InterpError> {
+    keys.iter().map(|k| try_eval(k, row, ctx)).collect()
 }
 
-fn read_slot(slot: Slot, row: &[f64], ctx: &[f64]) -> f64 {
-    let (name, values, index) = match slot {
-        Slot::Row(i) => ("row", row, i),
-        Slot::Ctx(i) => ("ctx", ctx, i),
+fn read_slot(slot: Slot, row: &[f64], ctx: &[f64]) -> Result<f64, InterpError> {
+    let (values, index) = match slot {
+        Slot::Row(i) => (row, i),
+        Slot::Ctx(i) => (ctx, i),
     };
-    match values.get(index as usize) {
-        Some(v) => *v,
-        None => panic!(
-            "interp: {name} slot {index} out of range ({name} has {} slots); sema broke \
-             the slot-layout invariant",
-            values.len()
-        ),
-    }
+    values
+        .get(index as usize)
+        .copied()
+        .ok_or(InterpError::SlotOutOfRange {
+            slot,
+            len: values.len(),
+        })
 }
 
 fn bool_value(b: bool) -> f64 {
     if b { 1.0 } else { 0.0 }
 }
 
-fn eval_binary(op: BinaryOp, a: &Expr, b: &Expr, row: &[f64], ctx: &[f64]) -> f64 {
+fn eval_binary(
+    op: BinaryOp,
+    a: &Expr,
+    b: &Expr,
+    row: &[f64],
+    ctx: &[f64],
+) -> Result<f64, InterpError> {
     // `&&` and `||` must not touch the right side unless it decides the result (E2),
     // so they are handled before both operands are evaluated.
     match op {
         BinaryOp::And => {
-            return bool_value(truthy(eval(a, row, ctx)) && truthy(eval(b, row, ctx)));
+            let x = truthy(try_eval(a, row, ctx)?);
+            return Ok(bool_value(x && truthy(try_eval(b, row, ctx)?)));
         }
         BinaryOp::Or => {
-            return bool_value(truthy(eval(a, row, ctx)) || truthy(eval(b, row, ctx)));
+            let x = truthy(try_eval(a, row, ctx)?);
+            return Ok(bool_value(x || truthy(try_eval(b, row, ctx)?)));
         }
         _ => {}
     }
-    let x = eval(a, row, ctx);
-    let y = eval(b, row, ctx);
-    match op {
+    let x = try_eval(a, row, ctx)?;
+    let y = try_eval(b, row, ctx)?;
+    Ok(match op {
         BinaryOp::And | BinaryOp::Or => unreachable!("handled above"),
         // Rust's float comparisons are the IEEE ones: false on any NaN except `!=`.
         BinaryOp::Eq => bool_value(x == y),
@@ -193,45 +296,53 @@ fn eval_binary(op: BinaryOp, a: &Expr, b: &Expr, row: &[f64], ctx: &[f64]) -> f6
         BinaryOp::Div => x / y,
         // Rust's `%` on f64 is C `fmod` (sign of the dividend), which is E3.
         BinaryOp::Rem => x % y,
-    }
+    })
 }
 
-fn eval_call(builtin: Builtin, args: &[Expr], row: &[f64], ctx: &[f64]) -> f64 {
-    let values: Vec<f64> = args.iter().map(|a| eval(a, row, ctx)).collect();
+fn eval_call(
+    builtin: Builtin,
+    args: &[Expr],
+    row: &[f64],
+    ctx: &[f64],
+) -> Result<f64, InterpError> {
+    let values = args
+        .iter()
+        .map(|a| try_eval(a, row, ctx))
+        .collect::<Result<Vec<f64>, _>>()?;
+    let arity = InterpError::Arity {
+        builtin,
+        given: values.len(),
+    };
     match builtin {
         Builtin::Min | Builtin::Max => {
-            assert!(
-                values.len() >= 2,
-                "interp: {} called with {} arguments; sema guarantees at least 2",
-                builtin.name(),
-                values.len()
-            );
+            let [first, rest @ ..] = values.as_slice() else {
+                return Err(arity);
+            };
+            if rest.is_empty() {
+                return Err(arity);
+            }
             let pick = if builtin == Builtin::Min {
                 minimum
             } else {
                 maximum
             };
             // IEEE minimum/maximum are associative, so a left fold is the n-ary form.
-            values[1..].iter().fold(values[0], |acc, &v| pick(acc, v))
+            Ok(rest.iter().fold(*first, |acc, &v| pick(acc, v)))
         }
         Builtin::Abs | Builtin::Floor | Builtin::Ceil | Builtin::Sqrt => {
-            assert!(
-                values.len() == 1,
-                "interp: {} called with {} arguments; sema guarantees exactly 1",
-                builtin.name(),
-                values.len()
-            );
-            let x = values[0];
+            let [x] = values.as_slice() else {
+                return Err(arity);
+            };
             // The std functions are the IEEE operations: `abs` clears the sign bit,
             // `floor`/`ceil` keep the sign of a zero result (`ceil(-0.5)` is -0) and
             // `sqrt` of a negative number is NaN while `sqrt(-0)` is -0.
-            match builtin {
+            Ok(match builtin {
                 Builtin::Abs => x.abs(),
                 Builtin::Floor => x.floor(),
                 Builtin::Ceil => x.ceil(),
                 Builtin::Sqrt => x.sqrt(),
                 Builtin::Min | Builtin::Max => unreachable!("handled above"),
-            }
+            })
         }
     }
 }

@@ -5,7 +5,9 @@
 
 use std::cmp::Ordering;
 
-use poolc::interp::{cmp, compare_keys, eval, key_order, select, truthy};
+use poolc::interp::{
+    InterpError, cmp, compare_keys, eval, key_order, select, truthy, try_eval, try_select,
+};
 use poolc::ir::{BinaryOp, Builtin, Expr, Slot, UnaryOp};
 use proptest::prelude::*;
 
@@ -70,30 +72,70 @@ fn eval_reads_row_and_ctx_slots() {
     assert_bits(eval(&e, &[10.0, 7.0], &[2.0]), 5.0);
 }
 
-/// Runs `f`, which must panic, and returns its panic message.
-fn panic_message(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
-    let payload = std::panic::catch_unwind(f).expect_err("expected a panic");
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
+// A slot outside its row or context is a broken invariant of checked IR (sema lays
+// out every slot a key reads), so `eval` panics on it; `try_eval` reports the same
+// case as an error, whose text is the message `eval` panics with.
+
+#[test]
+fn eval_out_of_range_slot_is_an_error() {
+    let err = try_eval(&poison(), &[1.0], &[]).expect_err("row slot 99 of a 1-value row");
+    assert_eq!(
+        err,
+        InterpError::SlotOutOfRange {
+            slot: Slot::Row(99),
+            len: 1
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "interp: row slot 99 out of range (row has 1 slots); sema broke the slot-layout \
+         invariant"
+    );
 }
 
 #[test]
-fn eval_out_of_range_slot_panics() {
-    let msg = panic_message(|| {
-        eval(&poison(), &[1.0], &[]);
-    });
-    assert!(msg.contains("row slot 99 out of range"), "{msg}");
+fn eval_out_of_range_ctx_slot_is_an_error() {
+    let err = try_eval(&ctx(3), &[], &[1.0]).expect_err("ctx slot 3 of a 1-value ctx");
+    assert_eq!(
+        err,
+        InterpError::SlotOutOfRange {
+            slot: Slot::Ctx(3),
+            len: 1
+        }
+    );
+    assert!(err.to_string().contains("ctx slot 3 out of range"), "{err}");
 }
 
 #[test]
-fn eval_out_of_range_ctx_slot_panics() {
-    let msg = panic_message(|| {
-        eval(&ctx(3), &[], &[1.0]);
-    });
-    assert!(msg.contains("ctx slot 3 out of range"), "{msg}");
+fn eval_builtin_with_an_arity_sema_rejects_is_an_error() {
+    let min_of_one = Expr::Call(Builtin::Min, vec![c(1.0)]);
+    let err = try_eval(&min_of_one, &[], &[]).expect_err("min of one argument");
+    assert_eq!(
+        err,
+        InterpError::Arity {
+            builtin: Builtin::Min,
+            given: 1
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "interp: min called with 1 arguments; sema guarantees at least 2"
+    );
+    let sqrt_of_two = Expr::Call(Builtin::Sqrt, vec![c(1.0), c(4.0)]);
+    assert_eq!(
+        try_eval(&sqrt_of_two, &[], &[])
+            .expect_err("sqrt of two arguments")
+            .to_string(),
+        "interp: sqrt called with 2 arguments; sema guarantees exactly 1"
+    );
+    let abs_of_none = Expr::Call(Builtin::Abs, vec![]);
+    assert_eq!(
+        try_eval(&abs_of_none, &[], &[]),
+        Err(InterpError::Arity {
+            builtin: Builtin::Abs,
+            given: 0
+        })
+    );
 }
 
 #[test]
@@ -137,10 +179,13 @@ fn e2_and_or_are_lazy() {
 
 #[test]
 fn e2_and_evaluates_right_when_left_is_true() {
-    let msg = panic_message(|| {
-        ev(&bin(BinaryOp::And, c(1.0), poison()));
-    });
-    assert!(msg.contains("row slot 99 out of range"), "{msg}");
+    assert_eq!(
+        try_eval(&bin(BinaryOp::And, c(1.0), poison()), &[], &[]),
+        Err(InterpError::SlotOutOfRange {
+            slot: Slot::Row(99),
+            len: 0
+        })
+    );
 }
 
 #[test]
@@ -381,12 +426,43 @@ fn select_no_rows() {
     assert_eq!(select(&[row(0)], &[1.0, 2.0], 0, 1, &[]), None);
 }
 
+// Rows shorter than `n * stride` break the engine's layout invariant: `select`
+// panics, `try_select` reports it (with the message `select` panics with).
+
 #[test]
-fn select_short_rows_panics() {
-    let msg = panic_message(|| {
-        select(&[row(0)], &[1.0, 2.0, 3.0], 2, 2, &[]);
-    });
-    assert!(msg.contains("need 4 values"), "{msg}");
+fn select_short_rows_is_an_error() {
+    let err = try_select(&[row(0)], &[1.0, 2.0, 3.0], 2, 2, &[]).expect_err("3 of 4 values");
+    assert_eq!(
+        err,
+        InterpError::ShortRows {
+            n: 2,
+            stride: 2,
+            needed: Some(4),
+            got: 3
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "select: 2 rows of stride 2 need 4 values, got 3"
+    );
+}
+
+#[test]
+fn select_rows_whose_size_overflows_is_an_error() {
+    let err = try_select(&[row(0)], &[], usize::MAX, 2, &[]).expect_err("n * stride overflows");
+    assert_eq!(err.to_string(), "select: n * stride overflows usize");
+}
+
+#[test]
+fn select_key_reading_past_the_stride_is_an_error() {
+    assert_eq!(
+        try_select(&[row(1)], &[1.0, 2.0], 2, 1, &[]),
+        Err(InterpError::SlotOutOfRange {
+            slot: Slot::Row(1),
+            len: 1
+        })
+    );
+    assert_eq!(try_select(&[row(0)], &[2.0, 1.0], 2, 1, &[]), Ok(Some(1)));
 }
 
 #[test]

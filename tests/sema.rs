@@ -1,6 +1,10 @@
 //! Semantic analysis pinned rule by rule: the IR it builds (folded constants, slots,
 //! layouts, read-sets, joins) and the diagnostics it gives, checked through the public
 //! `poolc::check` entry point. Rendered diagnostics are snapshot-tested in tests/ui.
+//! A test that pins what sema builds as a whole also compares the IR's dump with an
+//! inline insta snapshot through the one `check!` helper (ir_dump.rs does the same
+//! for the example specs, as file snapshots); it must not replace the assertions that
+//! pin a rule on the IR's types.
 
 use poolc::diag::Diagnostic;
 use poolc::ir::*;
@@ -24,6 +28,16 @@ fn errs_with(src: &str, options: &Options) -> Vec<Diagnostic> {
     }
 }
 
+/// The IR dump (`poolc ir`, `poolc::ir::dump`) of a clean spec against an inline
+/// snapshot: the one helper through which a test pins what sema builds as a whole,
+/// so it reads as the source and the IR a reviewer checked. The assertions beside it
+/// pin the rule itself on the IR's types.
+macro_rules! check {
+    ($src:expr, @$expect:literal) => {
+        insta::assert_snapshot!(poolc::ir::dump(&ok($src)), @$expect)
+    };
+}
+
 fn codes(d: &[Diagnostic]) -> Vec<&'static str> {
     d.iter().map(|d| d.code).collect()
 }
@@ -38,12 +52,26 @@ fn queue_keys(p: &Program, pool: &str) -> Vec<SiteExpr> {
 
 #[test]
 fn d1_constants_fold_through_other_constants_declared_later() {
-    let p = ok(
-        "pool kv { cap a * b; block b; } const a = 4 + c; const b = 16; const c = max(1, 2) * 2;",
-    );
+    let src =
+        "pool kv { cap a * b; block b; } const a = 4 + c; const b = 16; const c = max(1, 2) * 2;";
+    let p = ok(src);
     let kv = p.pool(PoolId(0));
     assert_eq!(kv.cap, Limit::Finite(128));
     assert_eq!(kv.block, Some(16));
+    check!(src, @r"
+        const a = 8
+        const b = 16
+        const c = 4
+        session
+          attr 0 serial (built-in)
+          attr 1 arrival (built-in)
+        pool kv
+          cap 128, block 16
+          preempt none
+          admit at every settle
+          queue fifo
+          evict lru
+    ");
 }
 
 #[test]
@@ -89,12 +117,21 @@ fn d2_set_replaces_a_param_and_rejects_anything_else() {
 
 #[test]
 fn d3_builtins_come_first_and_defaults_are_evaluated() {
-    let p = ok("const two = 2; session { prompt; priority = two * 3; }");
+    let src = "const two = 2; session { prompt; priority = two * 3; }";
+    let p = ok(src);
     let names: Vec<&str> = p.session.attrs.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["serial", "arrival", "prompt", "priority"]);
     assert_eq!(p.session.attrs[2].default, None);
     assert_eq!(p.session.attrs[3].default, Some(6.0));
     assert!(p.session.attrs[0].builtin && !p.session.attrs[2].builtin);
+    check!(src, @r"
+        const two = 2
+        session
+          attr 0 serial (built-in)
+          attr 1 arrival (built-in)
+          attr 2 prompt (required)
+          attr 3 priority (default 6)
+    ");
 }
 
 #[test]
@@ -138,7 +175,8 @@ fn d7_every_kind_of_name_shares_one_namespace() {
 
 #[test]
 fn s1_waited_expands_to_now_minus_enqueued() {
-    let p = ok("pool kv { queue by (waited); }");
+    let src = "pool kv { queue by (waited); }";
+    let p = ok(src);
     let keys = queue_keys(&p, "kv");
     let layout = &p.pool(PoolId(0)).queue_layout;
     assert_eq!(layout.row, vec![Input::Enqueued]);
@@ -153,24 +191,58 @@ fn s1_waited_expands_to_now_minus_enqueued() {
     );
     assert!(keys[0].reads.contains(Read::Var(Var::Waited)));
     assert!(!keys[0].reads.is_fixed());
+    check!(src, @r"
+        session
+          attr 0 serial (built-in)
+          attr 1 arrival (built-in)
+        pool kv
+          cap inf, block none (1)
+          preempt none
+          admit at every settle
+          queue by
+            key 0 = ctx.now - row.enqueued
+              reads {waited} (per attempt)
+          queue layout: row [0:enqueued] ctx [0:now]
+          evict lru
+    ");
 }
 
 #[test]
 fn s1_key_reading_only_attributes_and_header_is_fixed() {
-    let p = ok(
-        "session { priority = 0; } pool kv { queue by (priority, units + reserve, serial, computed); }",
-    );
+    let src = "session { priority = 0; } pool kv { queue by (priority, units + reserve, serial, computed); }";
+    let p = ok(src);
     let keys = queue_keys(&p, "kv");
     assert!(keys[0].reads.is_fixed());
     assert!(keys[1].reads.is_fixed());
     assert!(keys[2].reads.is_fixed());
     assert!(!keys[3].reads.is_fixed(), "computed changes with the cache");
+    check!(src, @r"
+        session
+          attr 0 serial (built-in)
+          attr 1 arrival (built-in)
+          attr 2 priority (default 0)
+        pool kv
+          cap inf, block none (1)
+          preempt none
+          admit at every settle
+          queue by
+            key 0 = row.priority
+              reads {priority} (fixed)
+            key 1 = row.units + row.reserve
+              reads {units, reserve} (fixed)
+            key 2 = row.serial
+              reads {serial} (fixed)
+            key 3 = row.computed
+              reads {computed} (per attempt)
+          queue layout: row [0:serial 1:priority 2:units 3:reserve 4:computed] ctx []
+          evict lru
+    ");
 }
 
 #[test]
 fn s1_layout_is_shared_by_all_keys_of_a_site_and_dense() {
-    let p =
-        ok("session { priority = 0; } pool kv { queue by (priority * now, serial, priority); }");
+    let src = "session { priority = 0; } pool kv { queue by (priority * now, serial, priority); }";
+    let p = ok(src);
     let l = &p.pool(PoolId(0)).queue_layout;
     // Inputs in `Input` order: serial (AttrId 0) before priority (AttrId 2).
     assert_eq!(l.row, vec![Input::Attr(AttrId(0)), Input::Attr(AttrId(2))]);
@@ -178,12 +250,32 @@ fn s1_layout_is_shared_by_all_keys_of_a_site_and_dense() {
     let keys = queue_keys(&p, "kv");
     assert_eq!(keys[1].expr, Expr::Slot(Slot::Row(0)));
     assert_eq!(keys[2].expr, Expr::Slot(Slot::Row(1)));
+    check!(src, @r"
+        session
+          attr 0 serial (built-in)
+          attr 1 arrival (built-in)
+          attr 2 priority (default 0)
+        pool kv
+          cap inf, block none (1)
+          preempt none
+          admit at every settle
+          queue by
+            key 0 = row.priority * ctx.now
+              reads {priority, now} (per attempt)
+            key 1 = row.serial
+              reads {serial} (fixed)
+            key 2 = row.priority
+              reads {priority} (fixed)
+          queue layout: row [0:serial 1:priority] ctx [0:now]
+          evict lru
+    ");
 }
 
 #[test]
 fn s1_entry_sites_share_one_layout_with_units_in_ctx() {
-    let p = ok("stage l { link; } pool t { } session { priority = 0; }
-        pool kv { evict by (priority, age); spill t via l (units * 2) when (size >= 64); }");
+    let src = "stage l { link; } pool t { } session { priority = 0; }
+        pool kv { evict by (priority, age); spill t via l (units * 2) when (size >= 64); }";
+    let p = ok(src);
     let kv = p.pool(p.find_pool("kv").unwrap());
     let l = &kv.entry_layout;
     assert_eq!(
@@ -204,6 +296,36 @@ fn s1_entry_sites_share_one_layout_with_units_in_ctx() {
             Box::new(Expr::Const(2.0))
         )
     );
+    check!(src, @r"
+        session
+          attr 0 serial (built-in)
+          attr 1 arrival (built-in)
+          attr 2 priority (default 0)
+        stage l: link
+          rate inf
+        pool t
+          cap inf, block none (1)
+          preempt none
+          admit at every settle
+          queue fifo
+          evict lru
+        pool kv
+          cap inf, block none (1)
+          preempt none
+          admit at every settle
+          queue fifo
+          evict by
+            key 0 = row.priority
+              reads {priority}
+            key 1 = ctx.now - row.last
+              reads {age}
+          spill to t (member for member) via l (member for member)
+            work = ctx.units * 2
+              reads {units}
+            when = row.size >= 64
+              reads {size}
+          entry layout: row [0:priority 1:size 2:last] ctx [0:now 1:units]
+    ");
 }
 
 #[test]
@@ -267,7 +389,8 @@ fn e4_arity_and_unknown_functions() {
 
 #[test]
 fn e6_queries_join_by_k1_or_name_a_member() {
-    let p = ok("pool kv[4] { queue by (free(kv), used(host), cap(kv[3])); } pool host { }");
+    let src = "pool kv[4] { queue by (free(kv), used(host), cap(kv[3])); } pool host { }";
+    let p = ok(src);
     let keys = queue_keys(&p, "kv");
     let l = &p.pool(PoolId(0)).queue_layout;
     let q = |kind, target| Input::Query(Query { kind, target });
@@ -298,11 +421,36 @@ fn e6_queries_join_by_k1_or_name_a_member() {
         codes(&errs("pool kv { queue by (budget_left(kv)); }")),
         vec!["E6"]
     );
+    check!(src, @r"
+        session
+          attr 0 serial (built-in)
+          attr 1 arrival (built-in)
+        pool kv[4]
+          cap inf, block none (1)
+          preempt none
+          admit at every settle
+          queue by
+            key 0 = ctx.free(kv)
+              reads {free(kv)} (per attempt)
+            key 1 = ctx.used(host[0])
+              reads {used(host[0])} (per attempt)
+            key 2 = ctx.cap(kv[3])
+              reads {cap(kv[3])} (per attempt)
+          queue layout: row [] ctx [0:free(kv) 1:used(host[0]) 2:cap(kv[3])]
+          evict lru
+        pool host
+          cap inf, block none (1)
+          preempt none
+          admit at every settle
+          queue fifo
+          evict lru
+    ");
 }
 
 #[test]
 fn k1_admit_via_joins_and_rejects_other_counts() {
-    let p = ok("stage e[4] { step; } pool kv[4] { admit via e; } pool one { admit via e; }");
+    let src = "stage e[4] { step; } pool kv[4] { admit via e; } pool one { admit via e; }";
+    let p = ok(src);
     assert_eq!(
         p.pool(PoolId(0)).admit_via.unwrap().rule,
         JoinRule::MemberForMember
@@ -319,6 +467,28 @@ fn k1_admit_via_joins_and_rejects_other_counts() {
         d[0].message
     );
     assert_eq!(d[0].labels.len(), 2, "names both declarations");
+    check!(src, @r"
+        session
+          attr 0 serial (built-in)
+          attr 1 arrival (built-in)
+        stage e[4]: step
+          budget inf, seats inf, chunk inf, exclusive prefill off
+          time = 0
+            reads {}
+          time layout: row [] ctx []
+        pool kv[4]
+          cap inf, block none (1)
+          preempt none
+          admit via e (member for member)
+          queue fifo
+          evict lru
+        pool one
+          cap inf, block none (1)
+          preempt none
+          admit via e (every member serves the one)
+          queue fifo
+          evict lru
+    ");
 }
 
 #[test]
@@ -365,8 +535,9 @@ fn several_independent_errors_are_reported_in_source_order() {
 
 #[test]
 fn constant_subexpressions_fold_and_constant_conditions_pick_a_branch() {
-    let p =
-        ok("const k = 3; session { p = 0; } pool kv { queue by (p + k * 2, k > 2 ? p : 1 / 0); }");
+    let src =
+        "const k = 3; session { p = 0; } pool kv { queue by (p + k * 2, k > 2 ? p : 1 / 0); }";
+    let p = ok(src);
     let keys = queue_keys(&p, "kv");
     assert_eq!(
         keys[0].expr,
@@ -377,4 +548,22 @@ fn constant_subexpressions_fold_and_constant_conditions_pick_a_branch() {
         )
     );
     assert_eq!(keys[1].expr, Expr::Slot(Slot::Row(0)));
+    check!(src, @r"
+        const k = 3
+        session
+          attr 0 serial (built-in)
+          attr 1 arrival (built-in)
+          attr 2 p (default 0)
+        pool kv
+          cap inf, block none (1)
+          preempt none
+          admit at every settle
+          queue by
+            key 0 = row.p + 6
+              reads {p} (fixed)
+            key 1 = row.p
+              reads {p} (fixed)
+          queue layout: row [0:p] ctx []
+          evict lru
+    ");
 }
