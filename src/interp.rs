@@ -208,7 +208,10 @@ pub fn try_select(
     }
     let mut best: Option<(usize, Vec<f64>)> = None;
     for i in 0..n {
-        let row = &rows[i * stride..i * stride + stride];
+        // In range: `rows` holds at least `n * stride` values (checked above).
+        let row = rows
+            .get(i * stride..i * stride + stride)
+            .ok_or_else(|| short(Some(needed)))?;
         let values = key_values(keys, row, ctx)?;
         // Only a strictly smaller row replaces the best, so among equal rows the
         // earliest one stays: the site's tie rule is index order.

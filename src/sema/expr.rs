@@ -181,7 +181,7 @@ impl<'a> Checker<'a> {
             ));
             return None;
         };
-        if args.len() != 1 {
+        let [arg] = args else {
             let expected = if kind.on_stage() {
                 "1 argument (a step stage)"
             } else {
@@ -189,7 +189,7 @@ impl<'a> Checker<'a> {
             };
             self.error(errors::wrong_arity(&f.name, expected, args.len(), span));
             return None;
-        }
+        };
         if !b.site.reads_queries() {
             let what = format!("queries such as `{}(…)`", f.name);
             self.error(errors::forbidden_read(
@@ -200,7 +200,7 @@ impl<'a> Checker<'a> {
             ));
             return None;
         }
-        let target = self.query_target(kind, &args[0], owner)?;
+        let target = self.query_target(kind, arg, owner)?;
         let q = Query { kind, target };
         b.reads.insert(Read::Query(q));
         Some(b.leaf(Input::Query(q)))

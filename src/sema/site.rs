@@ -163,7 +163,10 @@ impl Remap {
             Expr::Const(_) => {}
             Expr::Slot(s) => {
                 if let Slot::Row(i) = *s {
-                    *s = self.0[i as usize];
+                    *s = *self
+                        .0
+                        .get(i as usize)
+                        .expect("a remap is built with an entry for every row slot");
                 }
             }
             Expr::Unary(_, a) => self.apply(a),
