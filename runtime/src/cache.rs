@@ -2,15 +2,34 @@
 //! counts, the identity index (earliest registered copy of each key, R7), and the
 //! cache of entries (R3) with tail-first removal (R10) and removal of any block by a
 //! hit (R11). It counts allocated and cached blocks. It does not choose which entry to
-//! evict, decide fits or know about holds and queues: `pool.rs` does.
+//! evict, decide fits or know about holds and queues: `pool/` does.
 
 use std::collections::hash_map::Entry as MapEntry;
 
 use crate::hash::FxMap;
-use crate::types::{BlockKey, EntryId, SessionId};
+use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
 
-/// "No block / no entry" in the intrusive links below.
-pub(crate) const NIL: u32 = u32::MAX;
+/// "No block" in the intrusive links below.
+const NO_BLOCK: BlockId = BlockId(u32::MAX);
+
+/// How many physical blocks one chain's known content may need: block ids are
+/// `u32`, and the largest is [`NO_BLOCK`].
+pub(crate) const MAX_CHAIN_BLOCKS: u64 = u32::MAX as u64;
+
+/// An entry's slot in the store (stable while it lives; reused after it is gone).
+/// Not its identity: that is its [`EntryId`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EntrySlot(u32);
+
+impl EntrySlot {
+    /// "No entry" in the intrusive links below.
+    const NIL: EntrySlot = EntrySlot(u32::MAX);
+
+    /// For vectors indexed by entry slot (see [`Store::entry_slot_bound`]).
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
 
 #[derive(Clone, Debug)]
 struct Block {
@@ -19,12 +38,12 @@ struct Block {
     /// Holders holding it; 0 when cached or free.
     refs: u32,
     /// The entry slot while cached, else NIL.
-    entry: u32,
+    entry: EntrySlot,
     /// Neighbours inside the entry, in chain order (prev is towards the head).
-    prev: u32,
-    next: u32,
+    prev: BlockId,
+    next: BlockId,
     /// The next later-registered copy with the same key (registration order).
-    next_dup: u32,
+    next_dup: BlockId,
 }
 
 impl Block {
@@ -32,10 +51,10 @@ impl Block {
         Block {
             key: None,
             refs: 0,
-            entry: NIL,
-            prev: NIL,
-            next: NIL,
-            next_dup: NIL,
+            entry: EntrySlot::NIL,
+            prev: NO_BLOCK,
+            next: NO_BLOCK,
+            next_dup: NO_BLOCK,
         }
     }
 }
@@ -46,31 +65,31 @@ pub(crate) struct Entry {
     pub session: SessionId,
     /// Release time (`last`).
     pub last: f64,
-    pub head: u32,
-    pub tail: u32,
+    pub head: BlockId,
+    pub tail: BlockId,
     /// Blocks in the entry.
     pub blocks: u64,
-    /// Snapshot slot of the session's attributes (pool.rs manages it), or NIL.
-    pub snap: u32,
-    /// Neighbours in release order (entry slots).
-    older: u32,
-    newer: u32,
+    /// Snapshot of the session's attributes (`pool/` manages it), if snapshots are on.
+    pub snap: Option<SnapSlot>,
+    /// Neighbours in release order.
+    older: EntrySlot,
+    newer: EntrySlot,
 }
 
 /// Blocks, identities and entries of one pool member.
 #[derive(Debug)]
 pub(crate) struct Store {
     blocks: Vec<Block>,
-    free_blocks: Vec<u32>,
+    free_blocks: Vec<BlockId>,
     /// Key → the earliest registered copy still present (held or cached). Later
     /// copies hang off it through `next_dup`. Used for lookups only.
-    index: FxMap<BlockKey, u32>,
+    index: FxMap<BlockKey, BlockId>,
     entries: Vec<Option<Entry>>,
-    free_entries: Vec<u32>,
+    free_entries: Vec<EntrySlot>,
     /// Live entries in release order (lru order and the tie rule), as a list
     /// through `older`/`newer`: appending and unlinking allocate nothing.
-    oldest: u32,
-    newest: u32,
+    oldest: EntrySlot,
+    newest: EntrySlot,
     live_entries: usize,
     next_entry: u64,
     allocated: u64,
@@ -81,7 +100,7 @@ pub(crate) struct Store {
 /// Words of the [`Watch`] filter: 4,096 bits.
 const WATCH_WORDS: usize = 64;
 
-/// A filter over the keys one remembered hit walk depends on (pool.rs keeps the walk
+/// A filter over the keys one remembered hit walk depends on (pool/ keeps the walk
 /// of a hold that did not fit, so that the next attempt on the same hold need not
 /// walk again). Every change that could alter a walk's result — a key registered or
 /// unregistered, a cached block claimed, a held block's last holder gone — marks the
@@ -124,8 +143,8 @@ impl Default for Store {
             index: FxMap::default(),
             entries: Vec::new(),
             free_entries: Vec::new(),
-            oldest: NIL,
-            newest: NIL,
+            oldest: EntrySlot::NIL,
+            newest: EntrySlot::NIL,
             live_entries: 0,
             next_entry: 0,
             allocated: 0,
@@ -156,10 +175,10 @@ impl Store {
     }
 
     /// Live entry slots in release order.
-    pub fn entry_slots(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn entry_slots(&self) -> impl Iterator<Item = EntrySlot> + '_ {
         let mut at = self.oldest;
         std::iter::from_fn(move || {
-            if at == NIL {
+            if at == EntrySlot::NIL {
                 return None;
             }
             let slot = at;
@@ -170,8 +189,8 @@ impl Store {
 
     /// The live entry with the least release order (lru): entries are kept sorted by
     /// (release time, id), so this is the oldest release.
-    pub fn oldest_entry(&self) -> Option<u32> {
-        (self.oldest != NIL).then_some(self.oldest)
+    pub fn oldest_entry(&self) -> Option<EntrySlot> {
+        (self.oldest != EntrySlot::NIL).then_some(self.oldest)
     }
 
     /// Slots are reused, so a vector indexed by slot must be this long.
@@ -179,33 +198,42 @@ impl Store {
         self.entries.len()
     }
 
-    pub fn entry(&self, slot: u32) -> &Entry {
-        self.entries[slot as usize]
+    pub fn entry(&self, slot: EntrySlot) -> &Entry {
+        self.entries[slot.index()]
             .as_ref()
             .expect("entry slot in use")
     }
 
-    fn entry_mut(&mut self, slot: u32) -> &mut Entry {
-        self.entries[slot as usize]
+    fn entry_mut(&mut self, slot: EntrySlot) -> &mut Entry {
+        self.entries[slot.index()]
             .as_mut()
             .expect("entry slot in use")
     }
 
-    pub fn refs(&self, b: u32) -> u32 {
-        self.blocks[b as usize].refs
+    fn block(&self, b: BlockId) -> &Block {
+        &self.blocks[b.0 as usize]
     }
 
-    pub fn key(&self, b: u32) -> Option<BlockKey> {
-        self.blocks[b as usize].key
+    fn block_mut(&mut self, b: BlockId) -> &mut Block {
+        &mut self.blocks[b.0 as usize]
     }
 
-    /// The entry slot of a cached block, NIL when held.
-    pub fn entry_of(&self, b: u32) -> u32 {
-        self.blocks[b as usize].entry
+    pub fn refs(&self, b: BlockId) -> u32 {
+        self.block(b).refs
+    }
+
+    pub fn key(&self, b: BlockId) -> Option<BlockKey> {
+        self.block(b).key
+    }
+
+    /// The entry slot of a cached block, `None` when held.
+    pub fn entry_of(&self, b: BlockId) -> Option<EntrySlot> {
+        let slot = self.block(b).entry;
+        (slot != EntrySlot::NIL).then_some(slot)
     }
 
     /// The earliest registered copy still present with this key.
-    pub fn lookup(&self, key: &BlockKey) -> Option<u32> {
+    pub fn lookup(&self, key: &BlockKey) -> Option<BlockId> {
         self.index.get(key).copied()
     }
 
@@ -252,19 +280,20 @@ impl Store {
     }
 
     /// A fresh block held once, unregistered.
-    pub fn alloc(&mut self) -> u32 {
+    pub fn alloc(&mut self) -> BlockId {
         let b = match self.free_blocks.pop() {
             Some(b) => b,
             None => {
                 let b = u32::try_from(self.blocks.len())
                     .ok()
-                    .filter(|&b| b != NIL)
+                    .map(BlockId)
+                    .filter(|&b| b != NO_BLOCK)
                     .expect("more than 2^32 - 1 physical blocks in one pool");
                 self.blocks.push(Block::free());
                 b
             }
         };
-        self.blocks[b as usize].refs = 1;
+        self.block_mut(b).refs = 1;
         self.allocated += 1;
         b
     }
@@ -280,14 +309,11 @@ impl Store {
     }
 
     /// Makes a held block hittable under `key`, as the latest copy of that key.
-    pub fn register(&mut self, b: u32, key: BlockKey) {
-        debug_assert!(
-            self.blocks[b as usize].key.is_none(),
-            "block registered twice"
-        );
+    pub fn register(&mut self, b: BlockId, key: BlockKey) {
+        debug_assert!(self.block(b).key.is_none(), "block registered twice");
         self.watch.touch(&key);
-        self.blocks[b as usize].key = Some(key);
-        self.blocks[b as usize].next_dup = NIL;
+        self.block_mut(b).key = Some(key);
+        self.block_mut(b).next_dup = NO_BLOCK;
         // One hash probe (the entry) rather than a lookup and then an insert: every
         // allocated block of known content is registered, so this is hot.
         match self.index.entry(key) {
@@ -296,27 +322,27 @@ impl Store {
             }
             MapEntry::Occupied(o) => {
                 let mut at = *o.get();
-                while self.blocks[at as usize].next_dup != NIL {
-                    at = self.blocks[at as usize].next_dup;
+                while self.blocks[at.0 as usize].next_dup != NO_BLOCK {
+                    at = self.blocks[at.0 as usize].next_dup;
                 }
-                self.blocks[at as usize].next_dup = b;
+                self.blocks[at.0 as usize].next_dup = b;
             }
         }
     }
 
-    fn unregister(&mut self, b: u32) {
-        let Some(key) = self.blocks[b as usize].key.take() else {
+    fn unregister(&mut self, b: BlockId) {
+        let Some(key) = self.block_mut(b).key.take() else {
             return;
         };
         self.watch.touch(&key);
-        let next = std::mem::replace(&mut self.blocks[b as usize].next_dup, NIL);
+        let next = std::mem::replace(&mut self.block_mut(b).next_dup, NO_BLOCK);
         // One hash probe, as in `register`: every eviction comes through here.
         let MapEntry::Occupied(mut o) = self.index.entry(key) else {
             panic!("registered key {key} is not indexed");
         };
         let first = *o.get();
         if first == b {
-            if next == NIL {
+            if next == NO_BLOCK {
                 o.remove();
             } else {
                 *o.get_mut() = next;
@@ -324,38 +350,44 @@ impl Store {
             return;
         }
         let mut at = first;
-        while self.blocks[at as usize].next_dup != b {
-            at = self.blocks[at as usize].next_dup;
-            assert!(at != NIL, "registered block missing from its key's copies");
+        while self.block(at).next_dup != b {
+            at = self.block(at).next_dup;
+            assert!(
+                at != NO_BLOCK,
+                "registered block missing from its key's copies"
+            );
         }
-        self.blocks[at as usize].next_dup = next;
+        self.block_mut(at).next_dup = next;
     }
 
     /// One more holder of a held block (R7 sharing).
-    pub fn share(&mut self, b: u32) {
-        let block = &mut self.blocks[b as usize];
+    pub fn share(&mut self, b: BlockId) {
+        let block = self.block_mut(b);
         debug_assert!(block.refs > 0, "sharing a block nobody holds");
         block.refs += 1;
     }
 
     /// A cached block taken by a hit (R11): it leaves its entry and is held once.
     /// Returns the entry when it disappeared with it.
-    pub fn claim(&mut self, b: u32) -> Option<Entry> {
-        let slot = self.blocks[b as usize].entry;
-        assert!(slot != NIL, "claiming a block that is not cached");
-        if let Some(key) = self.blocks[b as usize].key {
+    pub fn claim(&mut self, b: BlockId) -> Option<Entry> {
+        let slot = self.block(b).entry;
+        assert!(
+            slot != EntrySlot::NIL,
+            "claiming a block that is not cached"
+        );
+        if let Some(key) = self.block(b).key {
             self.watch.touch(&key);
         }
         let gone = self.unlink(slot, b);
-        self.blocks[b as usize].refs = 1;
+        self.block_mut(b).refs = 1;
         self.cached -= 1;
         self.allocated += 1;
         gone
     }
 
     /// Drops one holder; returns the holders left.
-    pub fn unref(&mut self, b: u32) -> u32 {
-        let block = &mut self.blocks[b as usize];
+    pub fn unref(&mut self, b: BlockId) -> u32 {
+        let block = &mut self.blocks[b.0 as usize];
         block.refs = block
             .refs
             .checked_sub(1)
@@ -371,41 +403,46 @@ impl Store {
     }
 
     /// A block nobody holds any more is freed: unregistered and reusable.
-    pub fn free(&mut self, b: u32) {
-        debug_assert_eq!(self.blocks[b as usize].refs, 0);
+    pub fn free(&mut self, b: BlockId) {
+        debug_assert_eq!(self.block(b).refs, 0);
         self.unregister(b);
-        self.blocks[b as usize] = Block::free();
+        *self.block_mut(b) = Block::free();
         self.free_blocks.push(b);
         self.allocated -= 1;
     }
 
     /// Opens a new, empty entry at the end of the release order. It must receive at
     /// least one block before anything else reads the store.
-    pub fn open_entry(&mut self, session: SessionId, last: f64, snap: u32) -> u32 {
+    pub fn open_entry(
+        &mut self,
+        session: SessionId,
+        last: f64,
+        snap: Option<SnapSlot>,
+    ) -> EntrySlot {
         let id = EntryId(self.next_entry);
         self.next_entry += 1;
         let entry = Entry {
             id,
             session,
             last,
-            head: NIL,
-            tail: NIL,
+            head: NO_BLOCK,
+            tail: NO_BLOCK,
             blocks: 0,
             snap,
             older: self.newest,
-            newer: NIL,
+            newer: EntrySlot::NIL,
         };
         let slot = match self.free_entries.pop() {
             Some(s) => {
-                self.entries[s as usize] = Some(entry);
+                self.entries[s.index()] = Some(entry);
                 s
             }
             None => {
                 self.entries.push(Some(entry));
-                u32::try_from(self.entries.len() - 1).expect("more than 2^32 entries")
+                EntrySlot(u32::try_from(self.entries.len() - 1).expect("more than 2^32 entries"))
             }
         };
-        if self.newest == NIL {
+        if self.newest == EntrySlot::NIL {
             self.oldest = slot;
         } else {
             self.entry_mut(self.newest).newer = slot;
@@ -420,9 +457,14 @@ impl Store {
     /// times of the pool that spilled them, which may be older than its newest entry
     /// (R12). Lru order stays (release time, then entry id). It must receive a block
     /// before anything else reads the store.
-    pub fn open_entry_sorted(&mut self, session: SessionId, last: f64, snap: u32) -> u32 {
+    pub fn open_entry_sorted(
+        &mut self,
+        session: SessionId,
+        last: f64,
+        snap: Option<SnapSlot>,
+    ) -> EntrySlot {
         let mut after = self.newest;
-        while after != NIL && self.entry(after).last.total_cmp(&last).is_gt() {
+        while after != EntrySlot::NIL && self.entry(after).last.total_cmp(&last).is_gt() {
             after = self.entry(after).older;
         }
         let slot = self.open_entry(session, last, snap);
@@ -431,9 +473,9 @@ impl Store {
         }
         // Unlink from the newest end, then link in after `after` (NIL: first).
         let older = self.entry(slot).older;
-        self.entry_mut(older).newer = NIL;
+        self.entry_mut(older).newer = EntrySlot::NIL;
         self.newest = older;
-        let newer = if after == NIL {
+        let newer = if after == EntrySlot::NIL {
             self.oldest
         } else {
             self.entry(after).newer
@@ -443,7 +485,7 @@ impl Store {
             e.older = after;
             e.newer = newer;
         }
-        if after == NIL {
+        if after == EntrySlot::NIL {
             self.oldest = slot;
         } else {
             self.entry_mut(after).newer = slot;
@@ -454,9 +496,9 @@ impl Store {
 
     /// The newest entry of `session` released at exactly `last`, if any (a tier
     /// gathers a spilled entry's blocks back into one entry).
-    pub fn find_entry(&self, session: SessionId, last: f64) -> Option<u32> {
+    pub fn find_entry(&self, session: SessionId, last: f64) -> Option<EntrySlot> {
         let mut at = self.newest;
-        while at != NIL {
+        while at != EntrySlot::NIL {
             let e = self.entry(at);
             match e.last.total_cmp(&last) {
                 std::cmp::Ordering::Less => return None,
@@ -469,20 +511,20 @@ impl Store {
 
     /// Moves a registered block nobody holds to the head of an entry (a tier receives
     /// an entry's blocks tail first, R10, so each arrives ahead of the previous).
-    pub fn push_head(&mut self, slot: u32, b: u32) {
-        debug_assert_eq!(self.blocks[b as usize].refs, 0);
-        debug_assert!(self.blocks[b as usize].key.is_some());
+    pub fn push_head(&mut self, slot: EntrySlot, b: BlockId) {
+        debug_assert_eq!(self.block(b).refs, 0);
+        debug_assert!(self.block(b).key.is_some());
         let head = self.entry(slot).head;
         {
-            let block = &mut self.blocks[b as usize];
+            let block = self.block_mut(b);
             block.entry = slot;
-            block.prev = NIL;
+            block.prev = NO_BLOCK;
             block.next = head;
         }
-        if head == NIL {
+        if head == NO_BLOCK {
             self.entry_mut(slot).tail = b;
         } else {
-            self.blocks[head as usize].prev = b;
+            self.block_mut(head).prev = b;
         }
         let e = self.entry_mut(slot);
         e.head = b;
@@ -492,20 +534,20 @@ impl Store {
     }
 
     /// Moves a registered block nobody holds to the tail of an entry.
-    pub fn push_tail(&mut self, slot: u32, b: u32) {
-        debug_assert_eq!(self.blocks[b as usize].refs, 0);
-        debug_assert!(self.blocks[b as usize].key.is_some());
+    pub fn push_tail(&mut self, slot: EntrySlot, b: BlockId) {
+        debug_assert_eq!(self.block(b).refs, 0);
+        debug_assert!(self.block(b).key.is_some());
         let tail = self.entry(slot).tail;
         {
-            let block = &mut self.blocks[b as usize];
+            let block = self.block_mut(b);
             block.entry = slot;
             block.prev = tail;
-            block.next = NIL;
+            block.next = NO_BLOCK;
         }
-        if tail == NIL {
+        if tail == NO_BLOCK {
             self.entry_mut(slot).head = b;
         } else {
-            self.blocks[tail as usize].next = b;
+            self.block_mut(tail).next = b;
         }
         let e = self.entry_mut(slot);
         e.tail = b;
@@ -516,15 +558,13 @@ impl Store {
 
     /// Evicts the tail block of an entry (R10): it is unregistered and freed.
     /// Returns its key and the entry when it disappeared.
-    pub fn evict_tail(&mut self, slot: u32) -> (BlockKey, Option<Entry>) {
+    pub fn evict_tail(&mut self, slot: EntrySlot) -> (BlockKey, Option<Entry>) {
         let b = self.entry(slot).tail;
-        assert!(b != NIL, "evicting from an empty entry");
-        let key = self.blocks[b as usize]
-            .key
-            .expect("cached blocks are registered");
+        assert!(b != NO_BLOCK, "evicting from an empty entry");
+        let key = self.block(b).key.expect("cached blocks are registered");
         let gone = self.unlink(slot, b);
         self.unregister(b);
-        self.blocks[b as usize] = Block::free();
+        *self.block_mut(b) = Block::free();
         self.free_blocks.push(b);
         self.cached -= 1;
         (key, gone)
@@ -532,24 +572,24 @@ impl Store {
 
     /// Takes `b` out of entry `slot`; drops and returns the entry when it was the
     /// last block.
-    fn unlink(&mut self, slot: u32, b: u32) -> Option<Entry> {
+    fn unlink(&mut self, slot: EntrySlot, b: BlockId) -> Option<Entry> {
         let (prev, next) = {
-            let block = &mut self.blocks[b as usize];
+            let block = self.block_mut(b);
             let links = (block.prev, block.next);
-            block.entry = NIL;
-            block.prev = NIL;
-            block.next = NIL;
+            block.entry = EntrySlot::NIL;
+            block.prev = NO_BLOCK;
+            block.next = NO_BLOCK;
             links
         };
-        if prev == NIL {
+        if prev == NO_BLOCK {
             self.entry_mut(slot).head = next;
         } else {
-            self.blocks[prev as usize].next = next;
+            self.block_mut(prev).next = next;
         }
-        if next == NIL {
+        if next == NO_BLOCK {
             self.entry_mut(slot).tail = prev;
         } else {
-            self.blocks[next as usize].prev = prev;
+            self.block_mut(next).prev = prev;
         }
         let e = self.entry_mut(slot);
         e.blocks -= 1;
@@ -557,39 +597,39 @@ impl Store {
             return None;
         }
         let (older, newer) = (e.older, e.newer);
-        if older == NIL {
+        if older == EntrySlot::NIL {
             self.oldest = newer;
         } else {
             self.entry_mut(older).newer = newer;
         }
-        if newer == NIL {
+        if newer == EntrySlot::NIL {
             self.newest = older;
         } else {
             self.entry_mut(newer).older = older;
         }
         self.live_entries -= 1;
         self.free_entries.push(slot);
-        self.entries[slot as usize].take()
+        self.entries[slot.index()].take()
     }
 
     /// The blocks of an entry, head first (for invariant checks and tests).
-    pub fn entry_blocks(&self, slot: u32) -> Vec<u32> {
+    pub fn entry_blocks(&self, slot: EntrySlot) -> Vec<BlockId> {
         let mut out = Vec::new();
         let mut at = self.entry(slot).head;
-        while at != NIL {
+        while at != NO_BLOCK {
             out.push(at);
-            at = self.blocks[at as usize].next;
+            at = self.block(at).next;
         }
         out
     }
 
     /// Checks the store's own invariants; `held` is every holder's block list and
     /// `anonymous` the anonymous blocks they hold in all.
-    pub fn check(&self, held: &[&[u32]], anonymous: u64) -> Result<(), String> {
+    pub fn check(&self, held: &[&[BlockId]], anonymous: u64) -> Result<(), String> {
         let mut refs = vec![0u32; self.blocks.len()];
         for list in held {
             for &b in *list {
-                refs[b as usize] += 1;
+                refs[b.0 as usize] += 1;
             }
         }
         let mut allocated = anonymous;
@@ -603,10 +643,10 @@ impl Store {
             }
             if block.refs > 0 {
                 allocated += 1;
-                if block.entry != NIL {
+                if block.entry != EntrySlot::NIL {
                     return Err(format!("block {i} is both held and cached"));
                 }
-            } else if block.entry != NIL {
+            } else if block.entry != EntrySlot::NIL {
                 cached += 1;
                 if block.key.is_none() {
                     return Err(format!("cached block {i} has no key"));
@@ -638,10 +678,7 @@ impl Store {
             if blocks.len() as u64 != e.blocks || blocks.is_empty() {
                 return Err(format!("entry {} has a wrong or zero block count", e.id));
             }
-            if blocks
-                .iter()
-                .any(|&b| self.blocks[b as usize].entry != slot)
-            {
+            if blocks.iter().any(|&b| self.block(b).entry != slot) {
                 return Err(format!("entry {} links a block of another entry", e.id));
             }
             in_entries += blocks.len() as u64;
@@ -658,12 +695,12 @@ impl Store {
         let mut indexed = 0usize;
         for (key, &first) in &self.index {
             let mut at = first;
-            while at != NIL {
-                if self.blocks[at as usize].key != Some(*key) {
-                    return Err(format!("key {key} lists block {at} of another key"));
+            while at != NO_BLOCK {
+                if self.block(at).key != Some(*key) {
+                    return Err(format!("key {key} lists block {} of another key", at.0));
                 }
                 indexed += 1;
-                at = self.blocks[at as usize].next_dup;
+                at = self.block(at).next_dup;
             }
         }
         let registered = self.blocks.iter().filter(|b| b.key.is_some()).count();

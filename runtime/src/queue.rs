@@ -3,13 +3,23 @@
 //! `queue by` keys that read only fixed inputs — an ordered index: an 8-ary heap on
 //! (keys in E5 order, enqueue order) whose keys were computed once, at enqueue or when
 //! the host said a hold's inputs changed. It stores and orders holds; it does not
-//! evaluate keys (`pool.rs` does, through the compiled functions) and never decides
+//! evaluate keys (`pool/` does, through the compiled functions) and never decides
 //! fits.
 
 use std::collections::VecDeque;
 
-use crate::cache::NIL;
 use crate::types::{Header, SessionId};
+
+/// A waiting hold's slot in the queue's slab (stable while it waits; reused after
+/// it leaves).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WaitSlot(u32);
+
+impl WaitSlot {
+    fn index(self) -> usize {
+        self.0 as usize
+    }
+}
 
 #[derive(Clone, Debug)]
 pub(crate) struct Waiting {
@@ -96,10 +106,10 @@ impl KeyIndex {
     }
 
     /// Files `slot` under `keys` as its newest version.
-    fn file(&mut self, slot: u32, seq: u64, keys: impl Iterator<Item = f64>) {
-        let v = &mut self.version[slot as usize];
+    fn file(&mut self, slot: WaitSlot, seq: u64, keys: impl Iterator<Item = f64>) {
+        let v = &mut self.version[slot.index()];
         *v = v.wrapping_add(1);
-        let tag = u64::from(slot) << 32 | u64::from(*v);
+        let tag = u64::from(slot.0) << 32 | u64::from(*v);
         let start = self.heap.len();
         self.heap.extend(keys.take(self.nkeys).map(e5_bits));
         // A key list shorter than promised would shift the record; pad it (the
@@ -146,11 +156,11 @@ impl KeyIndex {
     }
 
     /// Drops stale records from the top; the slot of the least live hold.
-    fn top(&mut self) -> Option<u32> {
+    fn top(&mut self) -> Option<WaitSlot> {
         while self.records() > 0 {
             let tag = self.heap[self.nkeys + 1];
-            let (slot, version) = ((tag >> 32) as u32, tag as u32);
-            if self.version[slot as usize] == version {
+            let (slot, version) = (WaitSlot((tag >> 32) as u32), tag as u32);
+            if self.version[slot.index()] == version {
                 return Some(slot);
             }
             self.pop();
@@ -159,8 +169,8 @@ impl KeyIndex {
     }
 
     /// The slot leaves the queue: every filing of it is stale from now on.
-    fn forget(&mut self, slot: u32) {
-        let v = &mut self.version[slot as usize];
+    fn forget(&mut self, slot: WaitSlot) {
+        let v = &mut self.version[slot.index()];
         *v = v.wrapping_add(1);
     }
 }
@@ -168,12 +178,12 @@ impl KeyIndex {
 #[derive(Debug, Default)]
 pub(crate) struct Queue {
     slots: Vec<Option<Waiting>>,
-    free: Vec<u32>,
+    free: Vec<WaitSlot>,
     /// Enqueue order (oldest first) of holds that are not preempted; unused when
     /// the index orders them.
-    fifo: VecDeque<u32>,
+    fifo: VecDeque<WaitSlot>,
     /// Preempted holds; the last is the most recently preempted and goes first.
-    preempted: Vec<u32>,
+    preempted: Vec<WaitSlot>,
     index: Option<KeyIndex>,
     next_seq: u64,
     len: usize,
@@ -200,7 +210,7 @@ impl Queue {
         !self.preempted.is_empty()
     }
 
-    fn store(&mut self, session: SessionId, header: Header, enqueued: f64) -> u32 {
+    fn store(&mut self, session: SessionId, header: Header, enqueued: f64) -> WaitSlot {
         let w = Waiting {
             session,
             header,
@@ -211,14 +221,15 @@ impl Queue {
         self.len += 1;
         match self.free.pop() {
             Some(s) => {
-                self.slots[s as usize] = Some(w);
+                self.slots[s.index()] = Some(w);
                 s
             }
             None => {
                 self.slots.push(Some(w));
                 let s = u32::try_from(self.slots.len() - 1)
                     .ok()
-                    .filter(|&s| s != NIL)
+                    .filter(|&s| s != u32::MAX)
+                    .map(WaitSlot)
                     .expect("fewer than 2^32 - 1 waiting holds");
                 if let Some(ix) = &mut self.index {
                     ix.version.push(0);
@@ -230,7 +241,7 @@ impl Queue {
 
     /// Appends a hold in enqueue order. For an indexed queue the caller must then
     /// give its keys with [`Queue::set_keys`].
-    pub fn push(&mut self, session: SessionId, header: Header, enqueued: f64) -> u32 {
+    pub fn push(&mut self, session: SessionId, header: Header, enqueued: f64) -> WaitSlot {
         let slot = self.store(session, header, enqueued);
         if self.index.is_none() {
             self.fifo.push_back(slot);
@@ -239,14 +250,19 @@ impl Queue {
     }
 
     /// Pushes a preempted hold on top of the stack (R8: ahead of every key).
-    pub fn push_preempted(&mut self, session: SessionId, header: Header, enqueued: f64) -> u32 {
+    pub fn push_preempted(
+        &mut self,
+        session: SessionId,
+        header: Header,
+        enqueued: f64,
+    ) -> WaitSlot {
         let slot = self.store(session, header, enqueued);
         self.preempted.push(slot);
         slot
     }
 
     /// (Re)files an indexed hold under new keys.
-    pub fn set_keys(&mut self, slot: u32, keys: impl Iterator<Item = f64>) {
+    pub fn set_keys(&mut self, slot: WaitSlot, keys: impl Iterator<Item = f64>) {
         let seq = self.get_slot(slot).seq;
         self.index
             .as_mut()
@@ -255,20 +271,20 @@ impl Queue {
     }
 
     #[inline]
-    pub fn get_slot(&self, slot: u32) -> &Waiting {
-        self.slots[slot as usize]
+    pub fn get_slot(&self, slot: WaitSlot) -> &Waiting {
+        self.slots[slot.index()]
             .as_ref()
             .expect("waiting slot in use")
     }
 
-    pub fn get_slot_mut(&mut self, slot: u32) -> &mut Waiting {
-        self.slots[slot as usize]
+    pub fn get_slot_mut(&mut self, slot: WaitSlot) -> &mut Waiting {
+        self.slots[slot.index()]
             .as_mut()
             .expect("waiting slot in use")
     }
 
     /// Whether the slot holds a preempted hold (not in the enqueue order or index).
-    pub fn is_preempted(&self, slot: u32) -> bool {
+    pub fn is_preempted(&self, slot: WaitSlot) -> bool {
         self.preempted.contains(&slot)
     }
 
@@ -282,11 +298,11 @@ impl Queue {
     }
 
     /// The least hold of the index (dropping stale entries on the way).
-    pub fn index_top(&mut self) -> Option<u32> {
+    pub fn index_top(&mut self) -> Option<WaitSlot> {
         self.index.as_mut().and_then(KeyIndex::top)
     }
 
-    fn slot_of(&mut self, pick: Pick) -> u32 {
+    fn slot_of(&mut self, pick: Pick) -> WaitSlot {
         match pick {
             Pick::Preempted => *self.preempted.last().expect("picked an empty stack"),
             Pick::Queued(i) => self.fifo[i],
@@ -313,7 +329,7 @@ impl Queue {
         };
         self.len -= 1;
         self.free.push(slot);
-        self.slots[slot as usize]
+        self.slots[slot.index()]
             .take()
             .expect("waiting slot in use")
     }
@@ -329,7 +345,7 @@ impl Queue {
             .slots
             .iter()
             .enumerate()
-            .filter(|(s, _)| !self.preempted.contains(&(*s as u32)))
+            .filter(|(s, _)| !self.preempted.contains(&WaitSlot(*s as u32)))
             .filter_map(|(_, w)| w.as_ref())
             .collect();
         rest.sort_by_key(|w| w.seq);

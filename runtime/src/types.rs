@@ -241,6 +241,11 @@ impl fmt::Display for EntryId {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct BlockId(pub u32);
 
+/// A slot of a pool member's attribute snapshots (S3): the block table keeps it on
+/// each entry of the session, the pool owns what it holds. Internal to the crate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SnapSlot(pub(crate) u32);
+
 /// A hold's header (R4): what it allocates on admission, the length it must be able
 /// to reach, and its content.
 #[derive(Clone, Debug, PartialEq, Eq)]

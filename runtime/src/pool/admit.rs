@@ -1,0 +1,280 @@
+//! The queue's side of a pool member's operations: enqueue with rejection (R5),
+//! settle (R9), the step stage's admission entry points (R15), revising a waiting
+//! header, and one admission attempt — select, ask for the units, judge the fit on
+//! the reserve (R6), claim the hit (R7, R11), evict for the new blocks, allocate,
+//! register, and the tier load of an R12 tier hit. Which hold is selected is
+//! `select.rs`'s; making room is `evict.rs`'s. An attempt that does not admit changes
+//! nothing but the remembered walk.
+
+use std::collections::hash_map::Entry as MapEntry;
+
+use crate::cache::MAX_CHAIN_BLOCKS;
+use crate::env::Env;
+use crate::error::Error;
+use crate::event::{Event, Notice};
+use crate::types::{Header, SessionId, Units};
+
+use super::hits::{HitMemo, collect_hits, hit_counts_watched, register_new};
+use super::holders::{Holder, Links};
+use super::tier::{load_work, tier_run};
+use super::{Admission, Enqueued, Hit, Pool};
+
+impl Pool {
+    /// Puts a hold in the queue, or rejects it when it can never fit (R5). Does not
+    /// admit: call [`Pool::settle`] after it (R9) unless a stage serves the pool.
+    pub fn enqueue<E: Env + ?Sized>(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        header: Header,
+        env: &E,
+    ) -> Result<Enqueued, Error> {
+        self.check_time(now)?;
+        if self.holders.contains(session) {
+            return Err(Error::AlreadyInPool(session));
+        }
+        // One probe of the waiting set both checks it and keeps the place to insert.
+        let MapEntry::Vacant(vacant) = self.waiting.entry(session) else {
+            return Err(Error::AlreadyInPool(session));
+        };
+        if header.chain.full_blocks(self.block) >= MAX_CHAIN_BLOCKS {
+            return Err(Error::TooManyBlocks(session));
+        }
+        // `begin`, field by field: `vacant` still borrows the waiting set.
+        self.now = now;
+        self.notices.clear();
+        if let Some(cap) = self.cap_blocks
+            && header.fit_units().blocks_up(self.block) > cap
+        {
+            self.record(Event::Reject { session });
+            return Ok(Enqueued::Rejected);
+        }
+        let slot = self.queue.push(session, header, now);
+        vacant.insert(slot);
+        if self.queue.is_indexed() {
+            self.file_keys(slot, env);
+        }
+        self.record(Event::Enqueue { session });
+        Ok(Enqueued::Queued)
+    }
+
+    /// R9 settle for a pool without `admit via`: retries waiting grows in the order
+    /// they failed (stopping at the first that still does not fit, and then admitting
+    /// nothing), then admits selected holds until the queue is empty or the selected
+    /// hold does not fit (R8). Admissions and grows are in [`Pool::notices`].
+    pub fn settle<E: Env + ?Sized>(&mut self, now: f64, env: &E) -> Result<(), Error> {
+        self.check_time(now)?;
+        self.begin(now);
+        if !self.grow_waiting(env) {
+            return Ok(());
+        }
+        while let Admission::Admitted { .. } = self.attempt(env, None, |_, _, h| Some(h.units))? {}
+        Ok(())
+    }
+
+    /// One admission attempt for a step stage (R15 step 2): selects the next hold
+    /// (R8), computes its hit, and asks `units_for(session, hit, header)` how many
+    /// units to allocate (`hit + min(sequence − hit, chunk, budget left)`), or `None`
+    /// to decline. The fit is judged on `max(units, reserve)` (R6). The stage calls it
+    /// while it has budget and seats, and stops at anything but `Admitted`.
+    pub fn admit_next<E, F>(&mut self, now: f64, env: &E, units_for: F) -> Result<Admission, Error>
+    where
+        E: Env + ?Sized,
+        F: FnOnce(SessionId, Units, &Header) -> Option<Units>,
+    {
+        self.check_time(now)?;
+        self.begin(now);
+        self.attempt(env, None, |s, hit, h| units_for(s, hit.local, h))
+    }
+
+    /// [`Pool::admit_next`] with R12 tier hits: after its own hit, the walk goes on in
+    /// `tier` (the pool this one spills into, with the same block size; copies there
+    /// are read, not taken), and `units_for` sees both parts. The admitted hold
+    /// allocates its tier-hit blocks here like any new block, but its computed is
+    /// only its own hit: [`Notice::TierLoad`] asks the host to load the tier part
+    /// over the spill link (`work` evaluated as the spill's, on a row of the
+    /// admitted session with `size` and `units` = the units loaded, `last` = now,
+    /// `waiting` = 0) and to set computed when the load completes. Without a tier,
+    /// in a pool that does not spill, or given a pool that is not the one this pool
+    /// spills into (by its `me`) or has another block size, it is `admit_next`.
+    pub fn admit_next_tiered<E, F>(
+        &mut self,
+        now: f64,
+        env: &E,
+        tier: Option<&Pool>,
+        units_for: F,
+    ) -> Result<Admission, Error>
+    where
+        E: Env + ?Sized,
+        F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
+    {
+        self.check_time(now)?;
+        self.begin(now);
+        let target = self.spill.as_ref().map(|sp| sp.tier);
+        let tier = tier.filter(|t| t.block == self.block && target == Some(t.me));
+        self.attempt(env, tier, units_for)
+    }
+
+    /// Revises a waiting hold's header values, for a step host whose preempted
+    /// session's sequence grew (`reserve = sequence`, `max_hit = sequence − 1`,
+    /// R15). Refused (nothing changes) when the hold does not wait or would never
+    /// fit (R5).
+    pub fn set_waiting_header<E: Env + ?Sized>(
+        &mut self,
+        session: SessionId,
+        units: Units,
+        reserve: Units,
+        max_hit: Option<Units>,
+        env: &E,
+    ) -> Result<(), Error> {
+        let slot = *self
+            .waiting
+            .get(&session)
+            .ok_or(Error::NotWaiting(session))?;
+        if let Some(cap) = self.cap_blocks
+            && units.max(reserve).blocks_up(self.block) > cap
+        {
+            return Err(Error::NeverFits(session));
+        }
+        let h = &mut self.queue.get_slot_mut(slot).header;
+        h.units = units;
+        h.reserve = reserve;
+        h.max_hit = max_hit;
+        // Its walk's limit may have changed.
+        self.memo = None;
+        if self.queue.is_indexed() && !self.queue.is_preempted(slot) {
+            self.file_keys(slot, env);
+        }
+        Ok(())
+    }
+
+    /// One admission attempt (R6, R7, R8): select, ask for the units, judge the fit
+    /// on the reserve, claim the hit, evict for the new blocks, allocate, register.
+    fn attempt<E, F>(
+        &mut self,
+        env: &E,
+        tier: Option<&Pool>,
+        units_for: F,
+    ) -> Result<Admission, Error>
+    where
+        E: Env + ?Sized,
+        F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
+    {
+        let Some(pick) = self.select(env) else {
+            return Ok(Admission::Empty);
+        };
+        let block = self.block;
+        let w = self.queue.get(pick);
+        let session = w.session;
+        let (hit, shared) = match self.memo {
+            Some(m) if m.seq == w.seq && !self.store.watch_touched() => (m.hit, m.shared),
+            _ => {
+                let (hit, shared) = hit_counts_watched(&mut self.store, &w.header, block);
+                self.memo = Some(HitMemo {
+                    seq: w.seq,
+                    hit,
+                    shared,
+                });
+                (hit, shared)
+            }
+        };
+        let tier_blocks = tier.map_or(0, |t| tier_run(&t.store, &w.header, hit, block));
+        let found = Hit {
+            local: Units(hit * block),
+            tier: Units(tier_blocks * block),
+        };
+        let Some(units) = units_for(session, found, &w.header) else {
+            return Ok(Admission::Declined);
+        };
+        if units.0 < hit * block {
+            return Err(Error::UnitsBelowHit {
+                session,
+                units,
+                hit: Units(hit * block),
+            });
+        }
+        let need = units.max(w.header.reserve).blocks_up(block) - shared;
+        if !self.fits(need) {
+            return Ok(Admission::Blocked);
+        }
+        let mut w = self.queue.take(pick);
+        self.waiting.remove(&session);
+        self.memo = None;
+        self.store.watch_stop();
+        let mut blocks = self.scratch.spare.pop().unwrap_or_default();
+        // The same walk as above (nothing changed since), before the header takes
+        // the chosen units: the hit was judged under the header's own limit.
+        collect_hits(&self.store, &w.header, block, &mut blocks);
+        assert_eq!(
+            blocks.len() as u64,
+            hit,
+            "the hit changed within one attempt"
+        );
+        w.header.units = units;
+        // Hit blocks are claimed first, so the evictions below cannot take them.
+        for &b in &blocks {
+            if self.store.refs(b) > 0 {
+                self.store.share(b);
+            } else if let Some(gone) = self.store.claim(b) {
+                self.snaps.release(gone.snap, gone.session);
+            }
+        }
+        let total = w.header.units.blocks_up(block);
+        let physical = total.min(w.header.chain.full_blocks(block));
+        self.make_room(total - hit, env);
+        for _ in hit..physical {
+            blocks.push(self.store.alloc());
+        }
+        self.store.alloc_anonymous(total - physical);
+        let mut h = Holder {
+            session: w.session,
+            units: w.header.units.0,
+            computed: hit * block,
+            header: w.header,
+            blocks,
+            anonymous: total - physical,
+            keyed: hit,
+            pending_grow: None,
+            order: Links::default(),
+        };
+        register_new(&mut self.store, &mut h, block);
+        self.holders.admit(h);
+        // Tier-hit blocks within the allocation are loaded, not computed.
+        let loaded = tier_blocks.min(units.blocks_down(block).saturating_sub(hit));
+        let hit = Units(hit * block);
+        self.record(Event::Admit {
+            session,
+            hit,
+            units,
+        });
+        self.notices.push(Notice::Admitted {
+            session,
+            hit,
+            units,
+        });
+        if loaded > 0
+            && let Some(sp) = &self.spill
+        {
+            let units = Units(loaded * block);
+            let work = load_work(sp, &mut self.scratch, session, units, self.now, env);
+            let (tier, link) = (sp.tier, sp.link);
+            self.record(Event::TierLoad {
+                session,
+                units,
+                work,
+            });
+            self.notices.push(Notice::TierLoad {
+                session,
+                units,
+                work,
+                tier,
+                link,
+            });
+        }
+        Ok(Admission::Admitted {
+            session,
+            hit,
+            units,
+        })
+    }
+}

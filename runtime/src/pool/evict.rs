@@ -1,0 +1,83 @@
+//! Making room (R10): Evict moments, one block each, until new blocks fit beside the
+//! cache — choose the entry (`lru`: the oldest; `by`: the compiled scan over entry
+//! rows), decide the spill (R12), remove the entry's tail block, log and notify. It
+//! never decides a fit (callers judged it before, so the cache always suffices) and
+//! never takes a held block.
+
+use crate::config::EvictPolicy;
+use crate::env::Env;
+use crate::event::{Event, Notice};
+use crate::types::Units;
+
+use super::Pool;
+use super::entry_rows::EntryRows;
+
+impl Pool {
+    /// Evicts one block per Evict moment until `new` more blocks fit beside the cache
+    /// (R10). The fit was judged before, so the cache always suffices.
+    pub(super) fn make_room<E: Env + ?Sized>(&mut self, new: u64, env: &E) {
+        let Some(cap) = self.cap_blocks else {
+            return;
+        };
+        while self.store.allocated() + self.store.cached() + new > cap {
+            self.evict_one(env);
+        }
+    }
+
+    /// One Evict moment: choose the least entry and remove its tail block.
+    fn evict_one<E: Env + ?Sized>(&mut self, env: &E) {
+        let rows = EntryRows {
+            store: &self.store,
+            queue: &self.queue,
+            snaps: &self.snaps,
+            block: self.block,
+            now: self.now,
+            env,
+        };
+        let slot = match &self.evict {
+            EvictPolicy::Lru => self.store.oldest_entry(),
+            EvictPolicy::By { keys, layout } => rows.select(&mut self.scratch, keys, layout),
+        }
+        .expect("a fit was judged with room the cache cannot give");
+        let (entry, session, last) = {
+            let e = self.store.entry(slot);
+            (e.id, e.session, e.last)
+        };
+        // R12: `pred` and `work` see the entry as it is at this moment, before its
+        // tail leaves (`size` counts the block being written).
+        let spill = self
+            .spill
+            .as_ref()
+            .and_then(|sp| rows.spill_work(&mut self.scratch, sp, slot));
+        let (key, gone) = self.store.evict_tail(slot);
+        if let Some(gone) = gone {
+            self.snaps.release(gone.snap, gone.session);
+        }
+        let units = Units(self.block);
+        self.record(Event::Evict {
+            entry,
+            session,
+            key,
+            units,
+        });
+        if let (Some(work), Some(sp)) = (spill, &self.spill) {
+            let (tier, link) = (sp.tier, sp.link);
+            self.record(Event::Spill {
+                entry,
+                session,
+                key,
+                units,
+                work,
+            });
+            self.notices.push(Notice::Spill {
+                session,
+                key,
+                last,
+                units,
+                work,
+                tier,
+                link,
+            });
+        }
+    }
+}

@@ -1,0 +1,91 @@
+//! Release (R14) and what it caches: a holder's computed prefix (set by the host),
+//! its removal from every holder structure, and its blocks — the full computed ones
+//! that nobody else holds become one new entry, in chain order, the rest is freed —
+//! with the S3 snapshot taken at the release. Preemption (`grow.rs`) releases the same
+//! way. It never evicts and never touches the queue.
+
+use crate::env::Env;
+use crate::error::Error;
+use crate::event::Event;
+use crate::types::{SessionId, Units};
+
+use super::Pool;
+use super::holders::Holder;
+
+impl Pool {
+    /// Sets how many leading units of a hold are computed (what R14 caches at
+    /// release and R13 at preemption). Hits count as computed from admission.
+    pub fn set_computed(&mut self, session: SessionId, computed: Units) -> Result<(), Error> {
+        let slot = self
+            .holders
+            .slot_of(session)
+            .ok_or(Error::NotHolding(session))?;
+        let h = self.holders.get_mut(slot);
+        if computed.0 > h.units {
+            return Err(Error::ComputedBeyondUnits {
+                session,
+                computed,
+                units: Units(h.units),
+            });
+        }
+        h.computed = computed.0;
+        Ok(())
+    }
+
+    /// R14: the holder ends its hold. Returns the units cached as a new entry.
+    pub fn release<E: Env + ?Sized>(
+        &mut self,
+        now: f64,
+        session: SessionId,
+        env: &E,
+    ) -> Result<Units, Error> {
+        self.check_time(now)?;
+        if !self.holders.contains(session) {
+            return Err(Error::NotHolding(session));
+        }
+        self.begin(now);
+        let h = self.remove_holder(session);
+        let cached = self.release_blocks(h, env);
+        self.record(Event::Release { session, cached });
+        Ok(cached)
+    }
+
+    /// Takes a holder out of every holder structure, its waiting grow included.
+    pub(super) fn remove_holder(&mut self, session: SessionId) -> Holder {
+        let h = self.holders.remove(session);
+        if h.pending_grow.is_some() {
+            self.pending.retain(|&s| s != session);
+        }
+        h
+    }
+
+    /// R14 for a holder already removed: its full computed blocks that nobody else
+    /// holds become one new entry, in chain order; the rest is freed. Returns the
+    /// units cached.
+    pub(super) fn release_blocks<E: Env + ?Sized>(&mut self, mut h: Holder, env: &E) -> Units {
+        let full = h.computed / self.block;
+        let mut opened = None;
+        for (k, &b) in h.blocks.iter().enumerate() {
+            if self.store.unref(b) > 0 {
+                continue;
+            }
+            if (k as u64) < full && self.store.key(b).is_some() {
+                let slot = *opened.get_or_insert_with(|| {
+                    let snap = self.snaps.acquire(h.session);
+                    self.store.open_entry(h.session, self.now, snap)
+                });
+                self.store.push_tail(slot, b);
+            } else {
+                self.store.free(b);
+            }
+        }
+        self.store.free_anonymous(h.anonymous);
+        if self.snaps.on() {
+            self.snaps.record(h.session, env);
+        }
+        let cached = opened.map_or(0, |slot| self.store.entry(slot).blocks * self.block);
+        h.blocks.clear();
+        self.scratch.spare.push(std::mem::take(&mut h.blocks));
+        Units(cached)
+    }
+}

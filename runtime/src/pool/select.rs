@@ -1,0 +1,128 @@
+//! Selection (R8): which waiting hold an admission attempt tries next — the most
+//! recently preempted, else the first in enqueue order (fifo) or the least by the
+//! `queue by` keys, ties to enqueue order. Keys come from the ordered index when they
+//! read only fixed inputs (filed here at enqueue and when the host says a hold's
+//! inputs changed), else from the compiled scan over queue rows (S2) filled at the
+//! attempt. It reads the queue and fills rows; it never removes a hold or judges a
+//! fit (`admit.rs` does).
+
+use crate::cache::Store;
+use crate::config::{Input, Query, QueuePolicy, Target};
+use crate::env::Env;
+use crate::queue::{Pick, WaitSlot, Waiting};
+use crate::types::SessionId;
+
+use super::Pool;
+use super::attrs::{attr, live_attrs};
+use super::hits::hit_counts;
+
+impl Pool {
+    /// Tells an indexed queue that a waiting session's attributes changed, so that
+    /// its fixed keys are computed again (scanned keys read attributes at every
+    /// attempt and need no notice). A host must call it for every waiting session
+    /// whose attributes it changes; for sessions not waiting it does nothing.
+    pub fn attrs_changed<E: Env + ?Sized>(&mut self, session: SessionId, env: &E) {
+        if let Some(&slot) = self.waiting.get(&session)
+            && self.queue.is_indexed()
+            && !self.queue.is_preempted(slot)
+        {
+            self.file_keys(slot, env);
+        }
+    }
+
+    /// The next hold to try (R8): the most recently preempted, else the first in
+    /// enqueue order (fifo) or the least by the keys, ties to enqueue order — from
+    /// the ordered index when the keys read only fixed inputs, else by the compiled
+    /// scan over rows filled now.
+    pub(super) fn select<E: Env + ?Sized>(&mut self, env: &E) -> Option<Pick> {
+        if self.queue.has_preempted() {
+            return Some(Pick::Preempted);
+        }
+        if self.queue.is_indexed() {
+            return self.queue.index_top().map(|_| Pick::Indexed);
+        }
+        if self.queue.fifo_len() == 0 {
+            return None;
+        }
+        let (keys, layout) = match &self.queue_policy {
+            QueuePolicy::Fifo => return Some(Pick::Queued(0)),
+            QueuePolicy::By { keys, layout } => (keys, layout),
+        };
+        let stride = layout.row.len();
+        let n = self.queue.fifo_len();
+        let rows = &mut self.scratch.rows;
+        rows.clear();
+        rows.resize(n * stride, 0.0);
+        // Row i by its range, as for entry rows: a key list may read no row slot
+        // (only `now`, queries or constants), and every row is then empty.
+        for (i, w) in self.queue.fifo_iter().enumerate() {
+            let row = &mut rows[i * stride..(i + 1) * stride];
+            fill_queue_row(row, &layout.row, w, &self.store, self.block, env);
+        }
+        self.scratch.ctx.clear();
+        for input in &layout.ctx {
+            let value = match *input {
+                Input::Now => self.now,
+                Input::Query(q) => self.query_value(q, env),
+                other => unreachable!("validated queue ctx input {other:?}"),
+            };
+            self.scratch.ctx.push(value);
+        }
+        keys.select(&self.scratch.rows, n, stride, &self.scratch.ctx)
+            .map(Pick::Queued)
+    }
+
+    /// Computes a waiting hold's fixed keys and files it in the ordered index.
+    pub(super) fn file_keys<E: Env + ?Sized>(&mut self, slot: WaitSlot, env: &E) {
+        let QueuePolicy::By { keys, layout } = &self.queue_policy else {
+            unreachable!("an indexed queue has keys");
+        };
+        let w = self.queue.get_slot(slot);
+        let row = &mut self.scratch.rows;
+        row.clear();
+        row.resize(layout.row.len(), 0.0);
+        fill_queue_row(row, &layout.row, w, &self.store, self.block, env);
+        // Fixed keys read no ctx slot (the layout's ctx is empty).
+        let row = &self.scratch.rows;
+        self.queue
+            .set_keys(slot, (0..keys.len()).map(|k| keys.key(k, row, &[])));
+    }
+
+    /// A query of a queue key (E6): this pool's own state for queries naming it, the
+    /// host's otherwise.
+    fn query_value<E: Env + ?Sized>(&self, q: Query, env: &E) -> f64 {
+        if q.target == Target::Pool(self.me) {
+            self.query(q.kind)
+        } else {
+            env.query(q)
+        }
+    }
+}
+
+/// One queue row (S2): attributes read now, header values, the hit now, enqueue time.
+#[inline(always)]
+fn fill_queue_row<E: Env + ?Sized>(
+    row: &mut [f64],
+    inputs: &[Input],
+    w: &Waiting,
+    store: &Store,
+    block: u64,
+    env: &E,
+) {
+    // The host is asked once per row, not once per attribute.
+    let mut attrs: Option<&[f64]> = None;
+    for (slot, input) in row.iter_mut().zip(inputs) {
+        *slot = match *input {
+            Input::Attr(a) => attr(
+                attrs.get_or_insert_with(|| live_attrs(env, w.session)),
+                a,
+                w.session,
+            ),
+            Input::Units => w.header.units.0 as f64,
+            Input::Reserve => w.header.reserve.0 as f64,
+            Input::Computed => (hit_counts(store, &w.header, block).0 * block) as f64,
+            Input::Enqueued => w.enqueued,
+            other => unreachable!("validated queue row input {other:?}"),
+        };
+    }
+}
