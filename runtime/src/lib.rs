@@ -4,8 +4,8 @@
 //! plain types of [`config`]).
 //!
 //! Map: [`types`] (units, sessions, content chains, block identities), [`config`]
-//! (pool configuration and slot layouts), [`env`] (what a pool asks its host),
-//! [`pool`] (one pool member: the rules R1–R14), [`event`] (the event log and host
+//! (pool configuration and slot layouts), [`env`](mod@env) (what a pool asks its
+//! host), [`pool`] (one pool member: the rules R1–R14 and S3), [`event`] (the event log and host
 //! notices), [`policy`] (the compiled-function ABI), [`host`] (the reference host:
 //! sessions, step and link stages R15–R17, the report, and the [`host::Observer`]
 //! that the log and every other watcher of a run implement), [`trace`] (the workload

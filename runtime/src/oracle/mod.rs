@@ -1,10 +1,10 @@
 //! The vLLM oracle's scenario format (../shared/oracle/vllm/FORMAT.md), in one place:
 //! reading a recorded scenario (`config.json`, `workload.jsonl`, `steps.jsonl`) and
-//! checking it ([`read`]), the scheduler settings and the one value of each that a
-//! replay honours ([`settings`]), fitting a host configuration to them and replaying
+//! checking it (`read.rs`), the scheduler settings and the one value of each that a
+//! replay honours (`settings.rs`), fitting a host configuration to them and replaying
 //! the workload with one iteration per time unit, so that iteration `t` is vLLM step
-//! `t` ([`replay`]), and comparing the replayed steps with the recorded ones and
-//! rendering the first divergence ([`compare`]). `poolc conform` and the runtime's
+//! `t` (`replay.rs`), and comparing the replayed steps with the recorded ones and
+//! rendering the first divergence (`compare.rs`). `poolc conform` and the runtime's
 //! tests use it alike. It owns the mapping between the two vocabularies; it never
 //! changes what the host decides, and it never compiles a spec (a caller hands it a
 //! [`crate::host::HostConfig`]). docs/CONFORMANCE.md states what is matched and what

@@ -1,7 +1,7 @@
 //! Workloads: the sessions a host replays, and the readers that make them from trace
 //! files — Mooncake JSONL ([`mooncake`]), the Azure LLM inference CSV ([`azure`]),
 //! our own JSONL ([`jsonl`], documented in docs/TRACES.md) — and a seeded synthetic
-//! generator ([`synthetic`]). A reader checks everything a file can get wrong and
+//! generator ([`synthetic()`]). A reader checks everything a file can get wrong and
 //! reports it as a [`TraceError`] naming the file and the 1-based line; it never
 //! panics on input. This module knows nothing of pools or stages: binding workload
 //! fields to declared session attributes (D3) is the host's job.
