@@ -10,8 +10,8 @@ use std::fmt::Write;
 
 use crate::aot::object::{Prefix, Target};
 use crate::ir::{
-    BinaryOp, Evict, Expr, Input, JoinRule, Layout, Limit, Member, PreemptMode, Program, Query,
-    QueryTarget, QueuePolicy, Read, ReadSet, SiteExpr, Slot, StageKind, UnaryOp,
+    self, Evict, Expr, Input, JoinRule, Layout, Limit, Member, PreemptMode, Program, QueryTarget,
+    QueuePolicy, ReadSet, SiteExpr, Slot, StageKind,
 };
 
 /// The version of the manifest layout; a loader refuses any other. Bump it when a
@@ -31,129 +31,24 @@ pub fn write(program: &Program, target: &Target, prefix: &Prefix) -> String {
     w.out
 }
 
-/// The name a layout slot or a read has in the source: an attribute's name, a
-/// context variable's, `enqueued`, or a query as written (`free(kv)`, `cap(kv[1])`).
-pub fn input_name(program: &Program, input: Input) -> String {
-    match input {
-        Input::Attr(a) => program.session.attr(a).name.clone(),
-        Input::Var(v) => v.name().to_string(),
-        Input::Enqueued => "enqueued".to_string(),
-        Input::Query(q) => query_name(program, q),
-    }
-}
-
-fn query_name(program: &Program, q: Query) -> String {
-    let (target, member) = match q.target {
-        QueryTarget::Pool(id, m) => (&program.pool(id).name, m),
-        QueryTarget::Stage(id, m) => (&program.stage(id).name, m),
-    };
-    match member {
-        Member::Same => format!("{}({target})", q.kind.name()),
-        Member::Index(i) => format!("{}({target}[{i}])", q.kind.name()),
-    }
-}
-
-/// The names of a read-set, in its order.
-pub fn read_names(program: &Program, reads: &ReadSet) -> Vec<String> {
-    reads
-        .0
-        .iter()
-        .map(|r| match r {
-            Read::Attr(a) => program.session.attr(*a).name.clone(),
-            Read::Var(v) => v.name().to_string(),
-            Read::Query(q) => query_name(program, *q),
-        })
-        .collect()
-}
-
-/// An expression in the manifest's prefix notation (docs/ABI.md): numbers as Rust
-/// prints them (exact: they parse back to the same `f64`), `rN`/`cN` for row and
-/// ctx slots, `(op args…)` for everything else.
-pub fn expr_text(e: &Expr) -> String {
-    let mut s = String::new();
-    write_expr(&mut s, e, &|s, slot| {
-        let _ = match slot {
-            Slot::Row(i) => write!(s, "r{i}"),
-            Slot::Ctx(i) => write!(s, "c{i}"),
-        };
-    });
-    s
-}
-
 /// The same notation with slots named by `layout` (`row.prompt`, `ctx.free(kv)`),
 /// for people (the header's comments).
 pub fn expr_named(e: &Expr, program: &Program, layout: &Layout) -> String {
-    let mut s = String::new();
-    write_expr(&mut s, e, &|s, slot| {
+    ir::prefix(e, &|s, slot| {
         let (side, inputs, i) = match slot {
             Slot::Row(i) => ("row", &layout.row, i),
             Slot::Ctx(i) => ("ctx", &layout.ctx, i),
         };
         let name = inputs
             .get(i as usize)
-            .map_or_else(|| format!("?{i}"), |x| input_name(program, *x));
+            .map_or_else(|| format!("?{i}"), |x| ir::input_name(program, *x));
         let _ = write!(s, "{side}.{name}");
-    });
-    s
+    })
 }
 
-fn write_expr(s: &mut String, e: &Expr, slot: &dyn Fn(&mut String, Slot)) {
-    match e {
-        Expr::Const(v) => {
-            let _ = write!(s, "{v:?}");
-        }
-        Expr::Slot(x) => slot(s, *x),
-        Expr::Unary(op, x) => {
-            let name = match op {
-                UnaryOp::Neg => "neg",
-                UnaryOp::Not => "not",
-            };
-            write_call(s, name, std::slice::from_ref(&**x), slot);
-        }
-        Expr::Binary(op, a, b) => {
-            let name = match op {
-                BinaryOp::Or => "or",
-                BinaryOp::And => "and",
-                BinaryOp::Eq => "eq",
-                BinaryOp::Ne => "ne",
-                BinaryOp::Lt => "lt",
-                BinaryOp::Le => "le",
-                BinaryOp::Gt => "gt",
-                BinaryOp::Ge => "ge",
-                BinaryOp::Add => "add",
-                BinaryOp::Sub => "sub",
-                BinaryOp::Mul => "mul",
-                BinaryOp::Div => "div",
-                BinaryOp::Rem => "rem",
-            };
-            s.push('(');
-            s.push_str(name);
-            for x in [a, b] {
-                s.push(' ');
-                write_expr(s, x, slot);
-            }
-            s.push(')');
-        }
-        Expr::Cond(c, a, b) => {
-            s.push_str("(if");
-            for x in [c, a, b] {
-                s.push(' ');
-                write_expr(s, x, slot);
-            }
-            s.push(')');
-        }
-        Expr::Call(f, args) => write_call(s, f.name(), args, slot),
-    }
-}
-
-fn write_call(s: &mut String, name: &str, args: &[Expr], slot: &dyn Fn(&mut String, Slot)) {
-    s.push('(');
-    s.push_str(name);
-    for a in args {
-        s.push(' ');
-        write_expr(s, a, slot);
-    }
-    s.push(')');
+/// The names of a read-set, in its order.
+pub fn read_names(program: &Program, reads: &ReadSet) -> Vec<String> {
+    reads.0.iter().map(|r| ir::read_name(program, *r)).collect()
 }
 
 /// A JSON string literal.
@@ -382,7 +277,7 @@ impl Writer<'_> {
         format!(
             "{{\"symbol\": {}, \"expr\": {}, \"reads\": {}, \"fixed\": {}}}",
             quote(&self.prefix.symbol(symbol)),
-            quote(&expr_text(&site.expr)),
+            quote(&ir::prefix_slots(&site.expr)),
             list(&reads),
             site.reads.is_fixed()
         )
@@ -401,7 +296,7 @@ impl Writer<'_> {
     /// One slot: its source name and what kind of input fills it.
     fn slot(&self, input: Input) -> String {
         let p = self.program;
-        let name = quote(&input_name(p, input));
+        let name = quote(&ir::input_name(p, input));
         match input {
             Input::Attr(a) => format!(
                 "{{\"name\": {name}, \"kind\": \"attr\", \"attr\": {}}}",

@@ -534,5 +534,7 @@ impl Program {
     }
 }
 
+mod print;
 mod write;
+pub use print::{SlotWriter, input_name, prefix, prefix_slots, read_name};
 pub use write::dump;

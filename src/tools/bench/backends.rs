@@ -56,46 +56,21 @@ pub enum KnownEvict {
     Other,
 }
 
-/// Names of an input as the source spells it.
-fn input_name(i: &ir::Input, p: &Program) -> String {
-    match i {
-        ir::Input::Attr(a) => p.session.attr(*a).name.clone(),
-        ir::Input::Var(v) => v.name().to_string(),
-        ir::Input::Enqueued => "enqueued".to_string(),
-        ir::Input::Query(q) => format!("query:{:?}", q.kind),
-    }
-}
-
-/// An expression in prefix form over source names, for recognising a policy
-/// regardless of attribute numbering.
+/// An expression in the IR's prefix form with slots written as their source names,
+/// for recognising a policy regardless of attribute numbering.
 fn canon(e: &Expr, row: &[String], ctx: &[String]) -> String {
-    let name = |names: &[String], i: u32| names.get(i as usize).cloned().unwrap_or_default();
-    match e {
-        Expr::Const(c) => format!("{c:?}"),
-        Expr::Slot(Slot::Row(i)) => name(row, *i),
-        Expr::Slot(Slot::Ctx(i)) => name(ctx, *i),
-        Expr::Unary(op, x) => format!("({} {})", op.symbol(), canon(x, row, ctx)),
-        Expr::Binary(op, a, b) => format!(
-            "({} {} {})",
-            op.symbol(),
-            canon(a, row, ctx),
-            canon(b, row, ctx)
-        ),
-        Expr::Cond(c, a, b) => format!(
-            "(? {} {} {})",
-            canon(c, row, ctx),
-            canon(a, row, ctx),
-            canon(b, row, ctx)
-        ),
-        Expr::Call(f, args) => {
-            let args: Vec<String> = args.iter().map(|a| canon(a, row, ctx)).collect();
-            format!("({} {})", f.name(), args.join(" "))
-        }
-    }
+    ir::prefix(e, &|s, slot| {
+        let (names, i) = match slot {
+            Slot::Row(i) => (row, i),
+            Slot::Ctx(i) => (ctx, i),
+        };
+        s.push_str(names.get(i as usize).map_or("", String::as_str));
+    })
 }
 
-const ASCEND_LANE: &str = "(? immediate 0.0 (? (&& (> prompt 128.0) (>= (- now enqueued) 3.0)) \
-                           1.0 (? (<= prompt 128.0) 2.0 3.0)))";
+/// The seed's Ascend lane key (examples/ascend.pool) in [`canon`] form.
+const ASCEND_LANE: &str = "(if immediate 0.0 (if (and (gt prompt 128.0) (ge (sub now enqueued) 3.0)) \
+                           1.0 (if (le prompt 128.0) 2.0 3.0)))";
 
 /// A site's keys in [`canon`] form, with the names of its row and ctx slots (the
 /// layout the hand-written functions must match as well): `(keys, row, ctx)`.
@@ -104,7 +79,7 @@ fn canon_site(
     layout: &ir::Layout,
     p: &Program,
 ) -> (Vec<String>, Vec<String>, Vec<String>) {
-    let names = |inputs: &[ir::Input]| inputs.iter().map(|i| input_name(i, p)).collect();
+    let names = |inputs: &[ir::Input]| inputs.iter().map(|i| ir::input_name(p, *i)).collect();
     let (row, ctx): (Vec<String>, Vec<String>) = (names(&layout.row), names(&layout.ctx));
     let keys = keys.iter().map(|k| canon(&k.expr, &row, &ctx)).collect();
     (keys, row, ctx)
