@@ -31,6 +31,11 @@ pub enum LoadError {
     MissingSymbol { path: PathBuf, symbol: String },
     /// The manifest is not what `poolc build` writes.
     BadManifest { path: PathBuf, problem: String },
+    /// The manifest is not JSON.
+    Unparsable {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
     /// The manifest's format version is not the one this poolc reads.
     Format { path: PathBuf, found: String },
     /// The library was built from another program (spec or `--set` values).
@@ -58,6 +63,9 @@ impl fmt::Display for LoadError {
             ),
             LoadError::BadManifest { path, problem } => {
                 write!(f, "{}: unreadable manifest: {problem}", path.display())
+            }
+            LoadError::Unparsable { path, error } => {
+                write!(f, "{}: unreadable manifest: {error}", path.display())
             }
             LoadError::Format { path, found } => write!(
                 f,
@@ -261,7 +269,10 @@ impl Loader<'_> {
     /// already accepted its machine code).
     fn check_manifest(&self, program: &ir::Program) -> Result<(), LoadError> {
         let text = self.manifest()?;
-        let found = manifest::parse(&text).map_err(|e| self.bad(e))?;
+        let found = manifest::parse(&text).map_err(|error| LoadError::Unparsable {
+            path: self.path.to_path_buf(),
+            error,
+        })?;
         match found.get("format") {
             Some(Json::Number(n)) if *n == FORMAT.to_string() => {}
             Some(Json::Number(n)) => {
