@@ -18,7 +18,7 @@ use poolrt::policy::{
 
 use crate::aot::manifest::{self, FORMAT, Json};
 use crate::aot::object::{Prefix, Target};
-use crate::codegen::{Compiled, ListPlan, ProgramPlan};
+use crate::codegen::{CodegenError, Compiled, ListPlan, ProgramPlan};
 use crate::ir;
 
 /// Why a library was refused. Every variant is a message for a person.
@@ -45,8 +45,12 @@ pub enum LoadError {
         library: String,
         spec: String,
     },
-    /// The program itself cannot be planned (a compiler bug or hand-built IR).
-    Program(String),
+    /// The program breaks the IR's contract (a compiler bug or hand-built IR).
+    Verify(ir::VerifyError),
+    /// The program cannot be planned (a compiler bug).
+    Plan(CodegenError),
+    /// The manifest this poolc wrote for the program does not parse (a poolc bug).
+    OwnManifest(serde_json::Error),
 }
 
 impl fmt::Display for LoadError {
@@ -84,7 +88,9 @@ impl fmt::Display for LoadError {
                  library has {library}, the spec has {spec}",
                 path.display()
             ),
-            LoadError::Program(m) => write!(f, "{m}"),
+            LoadError::Verify(e) => e.fmt(f),
+            LoadError::Plan(e) => e.fmt(f),
+            LoadError::OwnManifest(e) => write!(f, "poolc wrote an unreadable manifest: {e}"),
         }
     }
 }
@@ -117,7 +123,10 @@ pub unsafe fn load_with_prefix(
     program: &ir::Program,
     prefix: &Prefix,
 ) -> Result<Compiled, LoadError> {
-    let plan = ProgramPlan::new(program).map_err(|e| LoadError::Program(e.to_string()))?;
+    // The program the library is checked against must itself keep the IR's
+    // contract, or a matching manifest would prove nothing.
+    ir::verify(program).map_err(LoadError::Verify)?;
+    let plan = ProgramPlan::new(program).map_err(LoadError::Plan)?;
     // SAFETY: the caller vouches for the file (this function's contract).
     let lib = unsafe { Library::new(path) }.map_err(|e| LoadError::Open {
         path: path.to_path_buf(),
@@ -288,7 +297,7 @@ impl Loader<'_> {
             _ => return Err(self.bad("no `target` string")),
         };
         let expected = manifest::parse(&manifest::write(program, &target, self.prefix))
-            .map_err(|e| LoadError::Program(format!("poolc wrote an unreadable manifest: {e}")))?;
+            .map_err(LoadError::OwnManifest)?;
         match manifest::first_difference(&found, &expected, &["generator"]) {
             None => Ok(()),
             Some((at, library, spec)) => Err(LoadError::Mismatch {
