@@ -54,8 +54,14 @@ struct NaiveMember {
     counts: Counts,
 }
 
-fn naive_err(e: poolrt::Error) -> BenchError {
-    BenchError(format!("naive model: {e}"))
+/// How the naive model names itself in [`BenchError`]s.
+const NAIVE: &str = "the naive model";
+
+fn naive_err(error: poolrt::Error) -> BenchError {
+    BenchError::Refused {
+        member: NAIVE,
+        error,
+    }
 }
 
 impl NaiveMember {
@@ -107,7 +113,10 @@ impl Member for NaiveMember {
     ) -> Result<(), BenchError> {
         match self.naive.enqueue(now, s, hold).map_err(naive_err)? {
             Enqueued::Queued => Ok(()),
-            Enqueued::Rejected => Err(BenchError(format!("naive model rejected {s}"))),
+            Enqueued::Rejected => Err(BenchError::Rejected {
+                member: NAIVE,
+                session: s,
+            }),
         }
     }
 
@@ -125,7 +134,11 @@ impl Member for NaiveMember {
     fn grow(&mut self, now: f64, s: SessionId, by: u64, env: &BenchEnv) -> Result<(), BenchError> {
         match self.naive.grow(now, s, Units(by), env).map_err(naive_err)? {
             Grown::Grown => Ok(()),
-            other => Err(BenchError(format!("naive grow of {s}: {other:?}"))),
+            outcome => Err(BenchError::GrowIncomplete {
+                member: NAIVE,
+                session: s,
+                outcome,
+            }),
         }
     }
 

@@ -27,6 +27,8 @@ pub enum BridgeError {
     Mismatch { pool: String, what: &'static str },
     /// The runtime refused the configuration.
     Config { pool: String, message: String },
+    /// The IR breaks its contract (`ir::verify`).
+    Verify(ir::VerifyError),
 }
 
 impl fmt::Display for BridgeError {
@@ -39,6 +41,7 @@ impl fmt::Display for BridgeError {
                 )
             }
             BridgeError::Config { pool, message } => write!(f, "pool `{pool}`: {message}"),
+            BridgeError::Verify(e) => e.fmt(f),
         }
     }
 }
@@ -62,8 +65,20 @@ fn resolve(m: Member, member: u32) -> u32 {
     }
 }
 
-/// The runtime configuration of member `member` of pool `id`.
+/// The runtime configuration of member `member` of pool `id`, for a program that
+/// keeps the IR's contract (checked: the runtime indexes by what the IR says).
 pub fn pool_config(
+    program: &Program,
+    id: PoolId,
+    member: u32,
+    policy: &PoolPolicy,
+) -> Result<PoolConfig, BridgeError> {
+    ir::verify(program).map_err(BridgeError::Verify)?;
+    member_config(program, id, member, policy)
+}
+
+/// [`pool_config`] of a verified program.
+fn member_config(
     program: &Program,
     id: PoolId,
     member: u32,
@@ -183,6 +198,7 @@ pub fn host_config(
     pools: &[PoolPolicy],
     stages: &[StagePolicy],
 ) -> Result<HostConfig, BridgeError> {
+    ir::verify(program).map_err(BridgeError::Verify)?;
     let attrs = program
         .session
         .attrs
@@ -227,7 +243,7 @@ pub fn host_config(
                 Some(j) => admitting_members(program, j.target, j.rule, member),
             };
             members.push(PoolMember {
-                config: pool_config(program, id, member, policy)?,
+                config: member_config(program, id, member, policy)?,
                 admit_via,
             });
         }

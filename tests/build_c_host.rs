@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use build_support::{TempDir, build_so, draw, example_program, examples, seeded};
-use poolc::aot::manifest::input_name;
+use poolc::ir::input_name;
 use poolc::ir::{Input, Program, QueuePolicy};
 use proptest::prelude::*;
 

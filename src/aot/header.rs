@@ -189,7 +189,7 @@ fn layout(
         inputs
             .iter()
             .enumerate()
-            .map(|(i, x)| format!("[{i}] {}", manifest::input_name(program, *x)))
+            .map(|(i, x)| format!("[{i}] {}", crate::ir::input_name(program, *x)))
             .collect::<Vec<_>>()
             .join("  ")
     };

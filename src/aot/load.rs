@@ -18,7 +18,7 @@ use poolrt::policy::{
 
 use crate::aot::manifest::{self, FORMAT, Json};
 use crate::aot::object::{Prefix, Target};
-use crate::codegen::{Compiled, ListPlan, ProgramPlan};
+use crate::codegen::{CodegenError, Compiled, ListPlan, ProgramPlan};
 use crate::ir;
 
 /// Why a library was refused. Every variant is a message for a person.
@@ -31,6 +31,11 @@ pub enum LoadError {
     MissingSymbol { path: PathBuf, symbol: String },
     /// The manifest is not what `poolc build` writes.
     BadManifest { path: PathBuf, problem: String },
+    /// The manifest is not JSON.
+    Unparsable {
+        path: PathBuf,
+        error: serde_json::Error,
+    },
     /// The manifest's format version is not the one this poolc reads.
     Format { path: PathBuf, found: String },
     /// The library was built from another program (spec or `--set` values).
@@ -40,8 +45,12 @@ pub enum LoadError {
         library: String,
         spec: String,
     },
-    /// The program itself cannot be planned (a compiler bug or hand-built IR).
-    Program(String),
+    /// The program breaks the IR's contract (a compiler bug or hand-built IR).
+    Verify(ir::VerifyError),
+    /// The program cannot be planned (a compiler bug).
+    Plan(CodegenError),
+    /// The manifest this poolc wrote for the program does not parse (a poolc bug).
+    OwnManifest(serde_json::Error),
 }
 
 impl fmt::Display for LoadError {
@@ -58,6 +67,9 @@ impl fmt::Display for LoadError {
             ),
             LoadError::BadManifest { path, problem } => {
                 write!(f, "{}: unreadable manifest: {problem}", path.display())
+            }
+            LoadError::Unparsable { path, error } => {
+                write!(f, "{}: unreadable manifest: {error}", path.display())
             }
             LoadError::Format { path, found } => write!(
                 f,
@@ -76,7 +88,9 @@ impl fmt::Display for LoadError {
                  library has {library}, the spec has {spec}",
                 path.display()
             ),
-            LoadError::Program(m) => write!(f, "{m}"),
+            LoadError::Verify(e) => e.fmt(f),
+            LoadError::Plan(e) => e.fmt(f),
+            LoadError::OwnManifest(e) => write!(f, "poolc wrote an unreadable manifest: {e}"),
         }
     }
 }
@@ -109,7 +123,10 @@ pub unsafe fn load_with_prefix(
     program: &ir::Program,
     prefix: &Prefix,
 ) -> Result<Compiled, LoadError> {
-    let plan = ProgramPlan::new(program).map_err(|e| LoadError::Program(e.to_string()))?;
+    // The program the library is checked against must itself keep the IR's
+    // contract, or a matching manifest would prove nothing.
+    ir::verify(program).map_err(LoadError::Verify)?;
+    let plan = ProgramPlan::new(program).map_err(LoadError::Plan)?;
     // SAFETY: the caller vouches for the file (this function's contract).
     let lib = unsafe { Library::new(path) }.map_err(|e| LoadError::Open {
         path: path.to_path_buf(),
@@ -261,7 +278,10 @@ impl Loader<'_> {
     /// already accepted its machine code).
     fn check_manifest(&self, program: &ir::Program) -> Result<(), LoadError> {
         let text = self.manifest()?;
-        let found = manifest::parse(&text).map_err(|e| self.bad(e))?;
+        let found = manifest::parse(&text).map_err(|error| LoadError::Unparsable {
+            path: self.path.to_path_buf(),
+            error,
+        })?;
         match found.get("format") {
             Some(Json::Number(n)) if *n == FORMAT.to_string() => {}
             Some(Json::Number(n)) => {
@@ -277,7 +297,7 @@ impl Loader<'_> {
             _ => return Err(self.bad("no `target` string")),
         };
         let expected = manifest::parse(&manifest::write(program, &target, self.prefix))
-            .map_err(|e| LoadError::Program(format!("poolc wrote an unreadable manifest: {e}")))?;
+            .map_err(LoadError::OwnManifest)?;
         match manifest::first_difference(&found, &expected, &["generator"]) {
             None => Ok(()),
             Some((at, library, spec)) => Err(LoadError::Mismatch {

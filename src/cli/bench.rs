@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use poolc::ir::PoolId;
-use poolc::tools::bench::{self, Options, Phases};
+use poolc::tools::bench::{self, BenchError, Options, OptionsError, Phases};
 
 use super::{SetArgs, fail, report};
 
@@ -150,6 +150,19 @@ pub fn run(args: BenchArgs) -> ExitCode {
             print!("{}", r.to_text());
             ExitCode::SUCCESS
         }
+        Err(BenchError::Options(e)) => fail(&format!("bench: {}", flag_wording(e))),
         Err(e) => fail(&format!("bench: {e}")),
+    }
+}
+
+/// An options error in terms of this command's flags (the library does not know them).
+fn flag_wording(e: OptionsError) -> String {
+    match e {
+        OptionsError::EmptyQueue => "--queue must be at least 1".into(),
+        OptionsError::NoOps => "--ops must be at least 1".into(),
+        OptionsError::Share(_) => "--share must be between 0 and 1".into(),
+        OptionsError::EvictionCapOverflow { .. } => {
+            "--queue is too large for the eviction phase's cap".into()
+        }
     }
 }

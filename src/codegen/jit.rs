@@ -128,7 +128,7 @@ pub fn compile_exprs(exprs: &[Expr]) -> Result<CompiledExprs, CodegenError> {
     let mut handles = Vec::with_capacity(exprs.len());
     for (i, expr) in exprs.iter().enumerate() {
         let symbol = format!("expr{i}");
-        super::check(&symbol, expr, Some(shape.row), shape.ctx)?;
+        super::check_bare(&symbol, expr, shape)?;
         handles.push(jit.define::<KeyFn>(&Planned {
             symbol,
             kind: FnKind::Key(expr),

@@ -104,8 +104,9 @@ impl Imports {
 }
 
 /// Builds the body of `kind` into `func` (which should be fresh, e.g. from a cleared
-/// `Context`). The expressions must have passed [`check_expr`] for the layout of the
-/// site they belong to; anything else is a broken invariant and panics.
+/// `Context`). The expressions must have passed `ir::verify` (a program) or
+/// `ir::verify::expr` (a bare expression) for the layout of the site they belong to;
+/// anything else is a broken invariant and panics.
 pub fn build(
     module: &mut dyn Module,
     imports: &Imports,
@@ -144,61 +145,6 @@ pub fn build(
     }
     t.b.seal_all_blocks();
     t.b.finalize(frontend_config);
-}
-
-/// Why an expression cannot be lowered for a site: the IR broke its own contract
-/// (a front-end bug, or hand-built IR).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BadExpr(pub String);
-
-/// Checks what [`build`] relies on: every slot inside the site's layout (`row_len`
-/// `None` when the site has no row, as for `time`), builtin arities as E4 says.
-pub fn check_expr(expr: &Expr, row_len: Option<usize>, ctx_len: usize) -> Result<(), BadExpr> {
-    match expr {
-        Expr::Const(_) => Ok(()),
-        Expr::Slot(Slot::Row(i) | Slot::Ctx(i)) if *i > MAX_SLOT => Err(BadExpr(format!(
-            "slot index {i} is beyond the largest layout ({MAX_SLOT})"
-        ))),
-        Expr::Slot(Slot::Row(i)) => match row_len {
-            None => Err(BadExpr(format!(
-                "reads row slot {i} at a site without rows"
-            ))),
-            Some(n) if (*i as usize) < n => Ok(()),
-            Some(n) => Err(BadExpr(format!(
-                "reads row slot {i}; the row layout has {n}"
-            ))),
-        },
-        Expr::Slot(Slot::Ctx(i)) if (*i as usize) < ctx_len => Ok(()),
-        Expr::Slot(Slot::Ctx(i)) => Err(BadExpr(format!(
-            "reads ctx slot {i}; the ctx layout has {ctx_len}"
-        ))),
-        Expr::Unary(_, x) => check_expr(x, row_len, ctx_len),
-        Expr::Binary(_, a, b) => {
-            check_expr(a, row_len, ctx_len)?;
-            check_expr(b, row_len, ctx_len)
-        }
-        Expr::Cond(c, a, b) => {
-            check_expr(c, row_len, ctx_len)?;
-            check_expr(a, row_len, ctx_len)?;
-            check_expr(b, row_len, ctx_len)
-        }
-        Expr::Call(f, args) => {
-            let ok = if f.is_variadic() {
-                args.len() >= 2
-            } else {
-                args.len() == 1
-            };
-            if !ok {
-                return Err(BadExpr(format!(
-                    "{}() with {} arguments",
-                    f.name(),
-                    args.len()
-                )));
-            }
-            args.iter()
-                .try_for_each(|a| check_expr(a, row_len, ctx_len))
-        }
-    }
 }
 
 /// The number of row and ctx slots an expression reads (highest index + 1): the
@@ -683,10 +629,7 @@ fn is_cheap(expr: &Expr) -> bool {
     walk(expr, &mut 16)
 }
 
-/// The largest slot index whose byte offset fits the 32-bit load offset.
-pub const MAX_SLOT: u32 = (i32::MAX / 8) as u32;
-
-/// Byte offset of a slot, which `check_expr` bounded by [`MAX_SLOT`].
+/// Byte offset of a slot, which `ir::verify` bounded by `ir::verify::MAX_SLOTS`.
 fn slot_offset(slot: u32) -> i32 {
     i32::try_from(u64::from(slot) * 8).expect("slot offset fits in 32 bits")
 }

@@ -39,9 +39,8 @@ use lower::{FnKind, Imports, Keys};
 pub enum CodegenError {
     /// The host is not one Cranelift can generate code for, or its flags were refused.
     Isa(String),
-    /// An expression that the IR contract forbids (slot outside its layout, wrong
-    /// builtin arity): a front-end bug or hand-built IR.
-    BadExpr { function: String, problem: String },
+    /// IR that breaks its contract (`ir::verify`): a front-end bug or hand-built IR.
+    Verify(ir::VerifyError),
     /// Cranelift or the module rejected a function (verifier, relocation, memory).
     Module {
         function: Option<String>,
@@ -55,9 +54,7 @@ impl fmt::Display for CodegenError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CodegenError::Isa(m) => write!(f, "this machine cannot run generated code: {m}"),
-            CodegenError::BadExpr { function, problem } => {
-                write!(f, "malformed IR in {function}: {problem}")
-            }
+            CodegenError::Verify(e) => e.fmt(f),
             CodegenError::Module {
                 function: Some(func),
                 message,
@@ -401,7 +398,10 @@ pub(crate) struct ProgramPlan<'a> {
 }
 
 impl<'a> ProgramPlan<'a> {
+    /// The plan of a program that `ir::verify` accepts (checked here: every backend
+    /// plans before it lowers).
     pub fn new(program: &'a ir::Program) -> Result<ProgramPlan<'a>, CodegenError> {
+        ir::verify(program).map_err(CodegenError::Verify)?;
         let mut pools = Vec::with_capacity(program.pools.len());
         for pool in &program.pools {
             let prefix = format!("pool_{}", pool.name);
@@ -421,22 +421,11 @@ impl<'a> ProgramPlan<'a> {
                     &pool.entry_layout,
                 )?),
             };
-            let spill = match &pool.spill {
-                None => None,
-                Some(spill) => Some(SpillPlan {
-                    pred: key_plan(
-                        format!("{prefix}_spill_pred"),
-                        &spill.pred.expr,
-                        &pool.entry_layout,
-                    )?,
-                    work: key_plan(
-                        format!("{prefix}_spill_work"),
-                        &spill.work.expr,
-                        &pool.entry_layout,
-                    )?,
-                    shape: shape_of(&pool.entry_layout),
-                }),
-            };
+            let spill = pool.spill.as_ref().map(|spill| SpillPlan {
+                pred: key_plan(format!("{prefix}_spill_pred"), &spill.pred.expr),
+                work: key_plan(format!("{prefix}_spill_work"), &spill.work.expr),
+                shape: shape_of(&pool.entry_layout),
+            });
             pools.push(PoolPlan {
                 queue,
                 evict,
@@ -447,7 +436,6 @@ impl<'a> ProgramPlan<'a> {
         for stage in &program.stages {
             let symbol = format!("stage_{}_time", stage.name);
             let ctx_len = stage.time_layout.ctx.len();
-            check(&symbol, &stage.time.expr, None, ctx_len)?;
             stages.push(StagePlan {
                 time: Planned {
                     symbol,
@@ -467,28 +455,21 @@ fn shape_of(layout: &Layout) -> Shape {
     }
 }
 
-fn check(
-    symbol: &str,
-    expr: &Expr,
-    row_len: Option<usize>,
-    ctx_len: usize,
-) -> Result<(), CodegenError> {
-    lower::check_expr(expr, row_len, ctx_len).map_err(|e| CodegenError::BadExpr {
-        function: symbol.to_string(),
-        problem: e.0,
+/// Checks a bare expression (not from a verified program) against its shape.
+pub(crate) fn check_bare(symbol: &str, expr: &Expr, shape: Shape) -> Result<(), CodegenError> {
+    ir::verify::expr(expr, Some(shape.row), shape.ctx).map_err(|problem| {
+        CodegenError::Verify(ir::VerifyError {
+            at: symbol.to_string(),
+            problem,
+        })
     })
 }
 
-fn key_plan<'a>(
-    symbol: String,
-    expr: &'a Expr,
-    layout: &Layout,
-) -> Result<Planned<'a>, CodegenError> {
-    check(&symbol, expr, Some(layout.row.len()), layout.ctx.len())?;
-    Ok(Planned {
+fn key_plan(symbol: String, expr: &Expr) -> Planned<'_> {
+    Planned {
         symbol,
         kind: FnKind::Key(expr),
-    })
+    }
 }
 
 fn list_plan<'a>(
@@ -508,7 +489,9 @@ pub(crate) fn list_plan_of<'a>(
     let mut planned = Vec::new();
     for (i, expr) in keys.to_vec().into_iter().enumerate() {
         let symbol = format!("{prefix}_key{i}");
-        check(&symbol, expr, Some(shape.row), shape.ctx)?;
+        if let Keys::Exprs(_) = keys {
+            check_bare(&symbol, expr, shape)?;
+        }
         planned.push(Planned {
             symbol,
             kind: FnKind::Key(expr),

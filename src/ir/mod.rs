@@ -534,5 +534,9 @@ impl Program {
     }
 }
 
+mod print;
+pub mod verify;
 mod write;
+pub use print::{SlotWriter, input_name, prefix, prefix_slots, read_name};
+pub use verify::{VerifyError, verify};
 pub use write::dump;

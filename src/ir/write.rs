@@ -1,6 +1,7 @@
 //! The readable text form of a `Program` (`poolc ir`): every value, attribute, stage
 //! and pool, each expression with its slots named, its read-set, the slot layouts and
 //! the family joins. It is for people and snapshot tests; nothing parses it back.
+//! Names of inputs and reads come from print.rs, as everywhere else.
 
 use std::fmt::Write;
 
@@ -128,7 +129,7 @@ fn write_layout(out: &mut String, p: &Program, l: &Layout, site: &str) {
     let names = |v: &[Input]| {
         v.iter()
             .enumerate()
-            .map(|(i, x)| format!("{i}:{}", input(*x, p)))
+            .map(|(i, x)| format!("{i}:{}", input_name(p, *x)))
             .collect::<Vec<_>>()
             .join(" ")
     };
@@ -169,37 +170,8 @@ fn num(v: f64) -> String {
     }
 }
 
-fn member(m: Member) -> String {
-    match m {
-        Member::Same => String::new(),
-        Member::Index(i) => format!("[{i}]"),
-    }
-}
-
-fn input(i: Input, p: &Program) -> String {
-    match i {
-        Input::Attr(a) => p.session.attr(a).name.clone(),
-        Input::Var(v) => v.name().to_string(),
-        Input::Enqueued => "enqueued".to_string(),
-        Input::Query(q) => {
-            let target = match q.target {
-                QueryTarget::Pool(id, m) => format!("{}{}", p.pool(id).name, member(m)),
-                QueryTarget::Stage(id, m) => format!("{}{}", p.stage(id).name, member(m)),
-            };
-            format!("{}({target})", q.kind.name())
-        }
-    }
-}
-
 fn reads(r: &ReadSet, p: &Program) -> String {
-    let names: Vec<String> =
-        r.0.iter()
-            .map(|x| match x {
-                Read::Attr(a) => p.session.attr(*a).name.clone(),
-                Read::Var(v) => v.name().to_string(),
-                Read::Query(q) => input(Input::Query(*q), p),
-            })
-            .collect();
+    let names: Vec<String> = r.0.iter().map(|x| read_name(p, *x)).collect();
     format!("{{{}}}", names.join(", "))
 }
 
@@ -218,14 +190,14 @@ fn write_expr(s: &mut String, e: &Expr, p: &Program, l: &Layout, outer: u8) {
             let name = l
                 .row
                 .get(*i as usize)
-                .map_or("?".to_string(), |x| input(*x, p));
+                .map_or("?".to_string(), |x| input_name(p, *x));
             let _ = write!(s, "row.{name}");
         }
         Expr::Slot(Slot::Ctx(i)) => {
             let name = l
                 .ctx
                 .get(*i as usize)
-                .map_or("?".to_string(), |x| input(*x, p));
+                .map_or("?".to_string(), |x| input_name(p, *x));
             let _ = write!(s, "ctx.{name}");
         }
         Expr::Unary(op, a) => {

@@ -39,6 +39,11 @@ pub fn analyze(spec: &Spec, options: &Options) -> Result<Program, Vec<Diagnostic
     c.apply_overrides(options);
     let program = c.build();
     if c.diags.is_empty() {
+        // Debug builds hold sema to the IR's contract where the IR leaves it.
+        #[cfg(debug_assertions)]
+        if let Err(e) = crate::ir::verify(&program) {
+            return Err(vec![Diagnostic::new("verify", e.to_string())]);
+        }
         Ok(program)
     } else {
         // Report in source order; diagnostics with no span (command line) come first.

@@ -25,8 +25,8 @@ use std::fmt;
 use crate::codegen::Compiled;
 use crate::interp;
 use crate::ir::{
-    Evict, Expr, Input, Layout, Member, Program, Query, QueryKind, QueryTarget, QueuePolicy, Read,
-    ReadSet, SiteExpr, Slot, Var,
+    self, Evict, Expr, Input, Layout, Member, Program, Query, QueryKind, QueryTarget, QueuePolicy,
+    Read, ReadSet, SiteExpr, Slot, Var,
 };
 
 /// Which expressions of a pool (or stage) to evaluate.
@@ -439,24 +439,11 @@ fn slots_of(expr: &Expr, out: &mut Vec<Slot>) {
 fn source_name(program: &Program, input: Input, reads: &ReadSet) -> String {
     let reads_var = |v| reads.contains(Read::Var(v));
     match input {
-        Input::Attr(id) => program.session.attr(id).name.clone(),
         Input::Enqueued => "waited".to_string(),
         Input::Var(Var::Now) if !reads_var(Var::Now) && reads_var(Var::Waited) => "waited".into(),
         Input::Var(Var::Now) if !reads_var(Var::Now) && reads_var(Var::Age) => "age".into(),
         Input::Var(Var::Last) if !reads_var(Var::Last) && reads_var(Var::Age) => "age".into(),
-        Input::Var(v) => v.name().to_string(),
-        Input::Query(q) => query_text(program, q),
-    }
-}
-
-fn query_text(program: &Program, q: Query) -> String {
-    let (name, member) = match q.target {
-        QueryTarget::Pool(p, m) => (&program.pool(p).name, m),
-        QueryTarget::Stage(s, m) => (&program.stage(s).name, m),
-    };
-    match member {
-        Member::Same => format!("{}({name})", q.kind.name()),
-        Member::Index(i) => format!("{}({name}[{i}])", q.kind.name()),
+        other => ir::input_name(program, other),
     }
 }
 

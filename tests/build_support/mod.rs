@@ -16,7 +16,7 @@ use poolc::aot::object::{Prefix, Target};
 use poolc::aot::{BuildOptions, Emit};
 use poolc::ir::{
     AttrId, CAttr, CPool, CSession, CSpill, CStage, Evict, Expr, Input, Join, JoinRule, Layout,
-    Limit, Member, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy,
+    Limit, Member, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy, Read,
     ReadSet, SiteExpr, Slot, StageId, StageKind, Var,
 };
 use proptest::prelude::*;
@@ -159,10 +159,42 @@ pub fn draw<S: Strategy>(runner: &mut TestRunner, strategy: &S) -> S::Value {
         .current()
 }
 
-fn site(expr: Expr) -> SiteExpr {
+/// A site expression on `layout` with the read-set of what it reads, as sema
+/// gives it (`ir::verify` checks that the two agree).
+fn site(expr: Expr, layout: &Layout) -> SiteExpr {
+    fn walk(e: &Expr, layout: &Layout, out: &mut BTreeSet<Read>) {
+        match e {
+            Expr::Const(_) => {}
+            Expr::Slot(slot) => {
+                let input = match slot {
+                    Slot::Row(i) => layout.row[*i as usize],
+                    Slot::Ctx(i) => layout.ctx[*i as usize],
+                };
+                out.insert(match input {
+                    Input::Attr(a) => Read::Attr(a),
+                    Input::Var(v) => Read::Var(v),
+                    Input::Query(q) => Read::Query(q),
+                    Input::Enqueued => panic!("the corpus layout has no `enqueued`"),
+                });
+            }
+            Expr::Unary(_, x) => walk(x, layout, out),
+            Expr::Binary(_, a, b) => {
+                walk(a, layout, out);
+                walk(b, layout, out);
+            }
+            Expr::Cond(c, a, b) => {
+                for x in [c, a, b] {
+                    walk(x, layout, out);
+                }
+            }
+            Expr::Call(_, args) => args.iter().for_each(|a| walk(a, layout, out)),
+        }
+    }
+    let mut reads = BTreeSet::new();
+    walk(&expr, layout, &mut reads);
     SiteExpr {
         expr,
-        reads: ReadSet(BTreeSet::new()),
+        reads: ReadSet(reads),
     }
 }
 
@@ -170,8 +202,9 @@ fn site(expr: Expr) -> SiteExpr {
 /// `pools` pools `c0`, `c1`, … each with `keys` queue keys, `keys` evict keys and a
 /// spill `when`/`work` (to the last pool, via the link stage `l`), and a step stage
 /// `s` whose `time` is random too. Every site has 4 row slots (attributes `a0`–`a3`)
-/// and 3 ctx slots (`now`, `units`, `free(c0)`). Read-sets are left empty: they
-/// only inform hosts.
+/// and 3 ctx slots (`now`, `units`, `free(c0)`). Read-sets are what each
+/// expression reads, and every pool and stage is a family of one joined member for
+/// member, so the program passes `ir::verify` like one from sema.
 pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
     let mut runner = seeded(seed);
     let row_expr = expr(true);
@@ -205,6 +238,10 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             }),
         ],
     };
+    let time_layout = Layout {
+        row: vec![],
+        ctx: layout.ctx.clone(),
+    };
     let stage = |name: &str, kind: StageKind, time: Expr| CStage {
         name: name.into(),
         count: 1,
@@ -213,11 +250,8 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
         seats: Limit::Finite(256),
         chunk: Limit::Unbounded,
         exclusive_prefill: false,
-        time: site(time),
-        time_layout: Layout {
-            row: vec![],
-            ctx: layout.ctx.clone(),
-        },
+        time: site(time, &time_layout),
+        time_layout: time_layout.clone(),
         rate: f64::INFINITY,
     };
     let stages = vec![
@@ -227,21 +261,23 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
     let mut out = Vec::with_capacity(pools);
     for p in 0..pools {
         let list = |runner: &mut TestRunner| -> Vec<SiteExpr> {
-            (0..keys).map(|_| site(draw(runner, &row_expr))).collect()
+            (0..keys)
+                .map(|_| site(draw(runner, &row_expr), &layout))
+                .collect()
         };
         let queue = list(&mut runner);
         let evict = list(&mut runner);
         let spill = (p + 1 < pools).then(|| CSpill {
             tier: Join {
                 target: PoolId(pools as u32 - 1),
-                rule: JoinRule::SharedTarget,
+                rule: JoinRule::MemberForMember,
             },
             link: Join {
                 target: StageId(1),
-                rule: JoinRule::SharedTarget,
+                rule: JoinRule::MemberForMember,
             },
-            work: site(draw(&mut runner, &row_expr)),
-            pred: site(draw(&mut runner, &row_expr)),
+            work: site(draw(&mut runner, &row_expr), &layout),
+            pred: site(draw(&mut runner, &row_expr), &layout),
         });
         out.push(CPool {
             name: format!("c{p}"),
@@ -254,7 +290,7 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             spill,
             admit_via: Some(Join {
                 target: StageId(0),
-                rule: JoinRule::SharedTarget,
+                rule: JoinRule::MemberForMember,
             }),
             queue_layout: layout.clone(),
             entry_layout: layout.clone(),

@@ -1,0 +1,505 @@
+//! The IR verifier: checks that a `Program` keeps the contract every consumer of the
+//! IR relies on, so that code generation, the loader, the bridge and the runtime can
+//! index and lower without checking again. It is called where IR crosses a boundary:
+//! after sema (debug builds), before codegen plans a program, when a shared object is
+//! loaded against a program, and in the bridge. It never panics and never repairs:
+//! the first broken invariant is returned as a [`VerifyError`].
+//!
+//! Invariants (each a [`Problem`]):
+//! - **References in range.** Every `AttrId` is an attribute of the session; every
+//!   `PoolId`/`StageId` (admit via, spill tier and link, query targets) is declared;
+//!   a query's fixed member index is below its target's count. Families have at least
+//!   one member.
+//! - **Layouts.** Each layout's row and ctx are strictly increasing in `Input` order
+//!   (dense, each input at most once: docs/ABI.md), hold at most [`MAX_SLOTS`] inputs
+//!   (a slot's byte offset fits the `i32` displacement codegen uses), never hold
+//!   `Var(Waited)` or `Var(Age)` (derived, not slots), and a stage's `time` layout has
+//!   no row.
+//! - **Slots in range.** Every slot an expression reads is inside its site's layout;
+//!   [`expr`] checks this alone for bare expressions (and that no slot index reaches
+//!   [`MAX_SLOTS`]).
+//! - **Built-in arity** (E4): `min`/`max` take two or more arguments, the others one.
+//! - **Read-sets cover what the expressions read.** Every input a site expression's
+//!   slots hold is named by its read-set (`waited` standing for `enqueued` and
+//!   `now`, `age` for `last` and `now`), so `ReadSet::is_fixed` and the manifest's
+//!   `reads` never hide a read. A read-set may name more: it is the source's, and
+//!   folding can drop a read (`3 ? cached(kv) : free(kv)` reads only `cached(kv)`).
+//! - **Key lists** of `queue by` and `evict by` are non-empty.
+//! - **Joins** (K1): `admit via` and spill joins carry the rule sema derives from the
+//!   family sizes (equal counts: member for member; a target of one: shared target;
+//!   only `admit via` from a pool of one: shared source); a query naming the
+//!   evaluating member's counterpart (`Member::Same`) targets a family of the pool's
+//!   size.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use super::{
+    AttrId, Builtin, CPool, Evict, Expr, Input, JoinRule, Layout, Member, Program, QueryTarget,
+    QueuePolicy, Read, SiteExpr, Slot, Var,
+};
+
+/// The most inputs a layout may hold (and one more than the largest slot index):
+/// slot `i` is at byte offset `8 * i`, which generated code encodes as an `i32`
+/// displacement.
+pub const MAX_SLOTS: usize = (i32::MAX / 8) as usize + 1;
+
+/// The first invariant a program breaks, and where.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifyError {
+    /// The site, as the function symbol names it (`pool_kv_queue_key0`,
+    /// `stage_engine_time`, `pool_kv_queue_layout`, `pool_kv`).
+    pub at: String,
+    pub problem: Problem,
+}
+
+/// What is broken (the module documentation lists the invariants).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    AttrOutOfRange {
+        attr: u32,
+        attrs: usize,
+    },
+    PoolOutOfRange {
+        pool: u32,
+        pools: usize,
+    },
+    StageOutOfRange {
+        stage: u32,
+        stages: usize,
+    },
+    MemberOutOfRange {
+        member: u32,
+        count: u32,
+    },
+    EmptyFamily,
+    LayoutUnordered {
+        index: usize,
+    },
+    LayoutTooLong {
+        len: usize,
+    },
+    DerivedInLayout {
+        var: Var,
+    },
+    RowInTimeLayout,
+    RowAtRowlessSite {
+        slot: u32,
+    },
+    SlotOutOfRange {
+        slot: Slot,
+        len: usize,
+    },
+    SlotBeyondLimit {
+        slot: Slot,
+    },
+    Arity {
+        builtin: Builtin,
+        args: usize,
+    },
+    UndeclaredRead {
+        input: Input,
+    },
+    EmptyKeys,
+    JoinRule {
+        rule: JoinRule,
+        expected: Option<JoinRule>,
+    },
+    SameMemberCount {
+        count: u32,
+        target_count: u32,
+    },
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed IR in {}: ", self.at)?;
+        match &self.problem {
+            Problem::AttrOutOfRange { attr, attrs } => {
+                write!(f, "attribute {attr} of a session with {attrs}")
+            }
+            Problem::PoolOutOfRange { pool, pools } => {
+                write!(f, "pool {pool} of a program with {pools}")
+            }
+            Problem::StageOutOfRange { stage, stages } => {
+                write!(f, "stage {stage} of a program with {stages}")
+            }
+            Problem::MemberOutOfRange { member, count } => {
+                write!(f, "member {member} of a family of {count}")
+            }
+            Problem::EmptyFamily => f.write_str("a family of 0 members"),
+            Problem::LayoutUnordered { index } => write!(
+                f,
+                "layout input {index} is not after the one before it (Input order, each once)"
+            ),
+            Problem::LayoutTooLong { len } => {
+                write!(f, "a layout of {len} inputs (at most {MAX_SLOTS})")
+            }
+            Problem::DerivedInLayout { var } => {
+                write!(f, "`{}` is derived and has no slot", var.name())
+            }
+            Problem::RowInTimeLayout => f.write_str("a stage's time layout has row slots"),
+            Problem::RowAtRowlessSite { slot } => {
+                write!(f, "reads row slot {slot} at a site without rows")
+            }
+            Problem::SlotOutOfRange { slot, len } => {
+                let (side, i) = match slot {
+                    Slot::Row(i) => ("row", i),
+                    Slot::Ctx(i) => ("ctx", i),
+                };
+                write!(f, "reads {side} slot {i}; the {side} layout has {len}")
+            }
+            Problem::SlotBeyondLimit { slot } => {
+                write!(
+                    f,
+                    "{slot:?} is beyond the largest layout ({MAX_SLOTS} slots)"
+                )
+            }
+            Problem::Arity { builtin, args } => {
+                write!(f, "{}() with {args} arguments", builtin.name())
+            }
+            Problem::UndeclaredRead { input } => {
+                write!(
+                    f,
+                    "the expression reads {input:?}, which its read-set does not name"
+                )
+            }
+            Problem::EmptyKeys => f.write_str("a key list with no keys"),
+            Problem::JoinRule { rule, expected } => {
+                write!(
+                    f,
+                    "join rule {rule:?} where the family sizes give {expected:?}"
+                )
+            }
+            Problem::SameMemberCount {
+                count,
+                target_count,
+            } => write!(
+                f,
+                "a query of the same member from a family of {count} to one of {target_count}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for VerifyError {}
+
+/// Checks every invariant of the module documentation on `program`.
+pub fn verify(program: &Program) -> Result<(), VerifyError> {
+    let v = Verifier { program };
+    for stage in &program.stages {
+        let at = |what: &str| format!("stage_{}_{what}", stage.name);
+        v.count(&at("family"), stage.count)?;
+        v.layout(&at("time_layout"), &stage.time_layout, None)?;
+        if !stage.time_layout.row.is_empty() {
+            return Err(fail(&at("time_layout"), Problem::RowInTimeLayout));
+        }
+        v.site(&at("time"), &stage.time, &stage.time_layout, false)?;
+    }
+    for pool in &program.pools {
+        v.pool(pool)?;
+    }
+    Ok(())
+}
+
+/// Checks a bare expression's slots and arities against a shape: `row_len` is
+/// `None` at a site without rows (a stage's `time`).
+pub fn expr(e: &Expr, row_len: Option<usize>, ctx_len: usize) -> Result<(), Problem> {
+    match e {
+        Expr::Const(_) => Ok(()),
+        Expr::Slot(slot @ (Slot::Row(i) | Slot::Ctx(i))) if *i as usize >= MAX_SLOTS => {
+            Err(Problem::SlotBeyondLimit { slot: *slot })
+        }
+        Expr::Slot(Slot::Row(i)) => match row_len {
+            None => Err(Problem::RowAtRowlessSite { slot: *i }),
+            Some(n) if (*i as usize) < n => Ok(()),
+            Some(n) => Err(Problem::SlotOutOfRange {
+                slot: Slot::Row(*i),
+                len: n,
+            }),
+        },
+        Expr::Slot(Slot::Ctx(i)) if (*i as usize) < ctx_len => Ok(()),
+        Expr::Slot(Slot::Ctx(i)) => Err(Problem::SlotOutOfRange {
+            slot: Slot::Ctx(*i),
+            len: ctx_len,
+        }),
+        Expr::Unary(_, x) => expr(x, row_len, ctx_len),
+        Expr::Binary(_, a, b) => {
+            expr(a, row_len, ctx_len)?;
+            expr(b, row_len, ctx_len)
+        }
+        Expr::Cond(c, a, b) => {
+            expr(c, row_len, ctx_len)?;
+            expr(a, row_len, ctx_len)?;
+            expr(b, row_len, ctx_len)
+        }
+        Expr::Call(f, args) => {
+            let ok = if f.is_variadic() {
+                args.len() >= 2
+            } else {
+                args.len() == 1
+            };
+            if !ok {
+                return Err(Problem::Arity {
+                    builtin: *f,
+                    args: args.len(),
+                });
+            }
+            args.iter().try_for_each(|a| expr(a, row_len, ctx_len))
+        }
+    }
+}
+
+struct Verifier<'a> {
+    program: &'a Program,
+}
+
+impl Verifier<'_> {
+    fn count(&self, at: &str, count: u32) -> Result<(), VerifyError> {
+        if count == 0 {
+            return Err(fail(at, Problem::EmptyFamily));
+        }
+        Ok(())
+    }
+
+    fn pool(&self, pool: &CPool) -> Result<(), VerifyError> {
+        let p = self.program;
+        let at = |what: &str| format!("pool_{}_{what}", pool.name);
+        self.count(&at("family"), pool.count)?;
+        let counts = Some(pool.count);
+        self.layout(&at("queue_layout"), &pool.queue_layout, counts)?;
+        self.layout(&at("entry_layout"), &pool.entry_layout, counts)?;
+        if let Some(j) = &pool.admit_via {
+            let stage = self.stage_ref(&at("admit_via"), j.target.0)?;
+            let expected = join(pool.count, stage.count, true);
+            self.rule(&at("admit_via"), j.rule, expected)?;
+        }
+        let lists = [
+            (
+                "queue",
+                &pool.queue_layout,
+                match &pool.queue {
+                    QueuePolicy::Fifo => None,
+                    QueuePolicy::By(keys) => Some(keys),
+                },
+            ),
+            (
+                "evict",
+                &pool.entry_layout,
+                match &pool.evict {
+                    Evict::Lru => None,
+                    Evict::By(keys) => Some(keys),
+                },
+            ),
+        ];
+        for (site, layout, keys) in lists {
+            let Some(keys) = keys else { continue };
+            if keys.is_empty() {
+                return Err(fail(&at(site), Problem::EmptyKeys));
+            }
+            for (i, k) in keys.iter().enumerate() {
+                self.site(&at(&format!("{site}_key{i}")), k, layout, true)?;
+            }
+        }
+        if let Some(s) = &pool.spill {
+            let tier = s.tier.target.0;
+            if tier as usize >= p.pools.len() {
+                return Err(fail(
+                    &at("spill"),
+                    Problem::PoolOutOfRange {
+                        pool: tier,
+                        pools: p.pools.len(),
+                    },
+                ));
+            }
+            let tier_count = p.pools[tier as usize].count;
+            self.rule(
+                &at("spill"),
+                s.tier.rule,
+                join(pool.count, tier_count, false),
+            )?;
+            let link = self.stage_ref(&at("spill"), s.link.target.0)?;
+            self.rule(
+                &at("spill"),
+                s.link.rule,
+                join(pool.count, link.count, false),
+            )?;
+            self.site(&at("spill_pred"), &s.pred, &pool.entry_layout, true)?;
+            self.site(&at("spill_work"), &s.work, &pool.entry_layout, true)?;
+        }
+        Ok(())
+    }
+
+    fn stage_ref(&self, at: &str, stage: u32) -> Result<&super::CStage, VerifyError> {
+        let stages = &self.program.stages;
+        stages.get(stage as usize).ok_or_else(|| {
+            fail(
+                at,
+                Problem::StageOutOfRange {
+                    stage,
+                    stages: stages.len(),
+                },
+            )
+        })
+    }
+
+    fn rule(
+        &self,
+        at: &str,
+        rule: JoinRule,
+        expected: Option<JoinRule>,
+    ) -> Result<(), VerifyError> {
+        if Some(rule) != expected {
+            return Err(fail(at, Problem::JoinRule { rule, expected }));
+        }
+        Ok(())
+    }
+
+    /// A layout's order, length and references; `source_count` is the evaluating
+    /// pool's family size (`None` for a stage, whose ctx holds no queries).
+    fn layout(
+        &self,
+        at: &str,
+        layout: &Layout,
+        source_count: Option<u32>,
+    ) -> Result<(), VerifyError> {
+        for side in [&layout.row, &layout.ctx] {
+            if side.len() > MAX_SLOTS {
+                return Err(fail(at, Problem::LayoutTooLong { len: side.len() }));
+            }
+            for (i, pair) in side.windows(2).enumerate() {
+                if pair[0] >= pair[1] {
+                    return Err(fail(at, Problem::LayoutUnordered { index: i + 1 }));
+                }
+            }
+            for input in side {
+                self.input(at, *input, source_count)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn input(&self, at: &str, input: Input, source_count: Option<u32>) -> Result<(), VerifyError> {
+        let p = self.program;
+        match input {
+            Input::Attr(AttrId(a)) if a as usize >= p.session.attrs.len() => Err(fail(
+                at,
+                Problem::AttrOutOfRange {
+                    attr: a,
+                    attrs: p.session.attrs.len(),
+                },
+            )),
+            Input::Var(var @ (Var::Waited | Var::Age)) => {
+                Err(fail(at, Problem::DerivedInLayout { var }))
+            }
+            Input::Query(q) => {
+                let (target_count, member) = match q.target {
+                    QueryTarget::Pool(id, m) => match p.pools.get(id.0 as usize) {
+                        Some(t) => (t.count, m),
+                        None => {
+                            return Err(fail(
+                                at,
+                                Problem::PoolOutOfRange {
+                                    pool: id.0,
+                                    pools: p.pools.len(),
+                                },
+                            ));
+                        }
+                    },
+                    QueryTarget::Stage(id, m) => (self.stage_ref(at, id.0)?.count, m),
+                };
+                match member {
+                    Member::Index(i) if i >= target_count => Err(fail(
+                        at,
+                        Problem::MemberOutOfRange {
+                            member: i,
+                            count: target_count,
+                        },
+                    )),
+                    Member::Same => match source_count {
+                        Some(count) if count != target_count => Err(fail(
+                            at,
+                            Problem::SameMemberCount {
+                                count,
+                                target_count,
+                            },
+                        )),
+                        _ => Ok(()),
+                    },
+                    _ => Ok(()),
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A site expression: slots and arities, then its slots against its read-set.
+    fn site(
+        &self,
+        at: &str,
+        site: &SiteExpr,
+        layout: &Layout,
+        has_rows: bool,
+    ) -> Result<(), VerifyError> {
+        let row_len = has_rows.then_some(layout.row.len());
+        expr(&site.expr, row_len, layout.ctx.len()).map_err(|problem| fail(at, problem))?;
+        let mut read = BTreeSet::new();
+        slots_read(&site.expr, layout, &mut read);
+        let declared: BTreeSet<Input> = site.reads.0.iter().flat_map(|r| implied(*r)).collect();
+        if let Some(input) = read.difference(&declared).next() {
+            return Err(fail(at, Problem::UndeclaredRead { input: *input }));
+        }
+        Ok(())
+    }
+}
+
+fn fail(at: &str, problem: Problem) -> VerifyError {
+    VerifyError {
+        at: at.to_string(),
+        problem,
+    }
+}
+
+/// The rule sema derives for a join from `from` members to `to` members (K1).
+fn join(from: u32, to: u32, shared_source_ok: bool) -> Option<JoinRule> {
+    if from == to {
+        Some(JoinRule::MemberForMember)
+    } else if to == 1 {
+        Some(JoinRule::SharedTarget)
+    } else if from == 1 && shared_source_ok {
+        Some(JoinRule::SharedSource)
+    } else {
+        None
+    }
+}
+
+/// The slot inputs a read stands for: derived names read what they are computed from.
+fn implied(read: Read) -> Vec<Input> {
+    match read {
+        Read::Attr(a) => vec![Input::Attr(a)],
+        Read::Var(Var::Waited) => vec![Input::Enqueued, Input::Var(Var::Now)],
+        Read::Var(Var::Age) => vec![Input::Var(Var::Last), Input::Var(Var::Now)],
+        Read::Var(v) => vec![Input::Var(v)],
+        Read::Query(q) => vec![Input::Query(q)],
+    }
+}
+
+/// The inputs of the slots `e` reads (slots already checked to be in range).
+fn slots_read(e: &Expr, layout: &Layout, out: &mut BTreeSet<Input>) {
+    match e {
+        Expr::Const(_) => {}
+        Expr::Slot(Slot::Row(i)) => out.extend(layout.row.get(*i as usize).copied()),
+        Expr::Slot(Slot::Ctx(i)) => out.extend(layout.ctx.get(*i as usize).copied()),
+        Expr::Unary(_, x) => slots_read(x, layout, out),
+        Expr::Binary(_, a, b) => {
+            slots_read(a, layout, out);
+            slots_read(b, layout, out);
+        }
+        Expr::Cond(c, a, b) => {
+            for x in [c, a, b] {
+                slots_read(x, layout, out);
+            }
+        }
+        Expr::Call(_, args) => args.iter().for_each(|a| slots_read(a, layout, out)),
+    }
+}

@@ -1,0 +1,239 @@
+//! `ir::verify` holds the IR to its contract: every example verifies, and a program
+//! broken by hand in one invariant at a time is refused with that invariant's
+//! `Problem` (never a panic). The broken programs start from examples/replicas.pool,
+//! which has families, a member-for-member join, a query, a spill and keys.
+
+use poolc::ir::verify::{MAX_SLOTS, Problem};
+use poolc::ir::{
+    self, AttrId, BinaryOp, Builtin, Evict, Expr, Input, JoinRule, Member, PoolId, Program,
+    QueryTarget, QueuePolicy, Read, SiteExpr, Slot, StageId, Var,
+};
+
+fn example(name: &str) -> Program {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
+    let text = std::fs::read_to_string(&path).expect("the example exists");
+    poolc::check(&text, &poolc::Options::default()).expect("the example checks")
+}
+
+fn replicas() -> Program {
+    example("examples/replicas.pool")
+}
+
+/// The problem `ir::verify` finds once `f` has broken the replicas program.
+fn problem(f: impl FnOnce(&mut Program)) -> Problem {
+    let mut p = replicas();
+    f(&mut p);
+    ir::verify(&p)
+        .expect_err("the broken program is refused")
+        .problem
+}
+
+fn kv(p: &mut Program) -> &mut ir::CPool {
+    let id = p.find_pool("kv").expect("kv");
+    &mut p.pools[id.0 as usize]
+}
+
+fn queue_keys(p: &mut Program) -> &mut Vec<SiteExpr> {
+    match &mut kv(p).queue {
+        QueuePolicy::By(keys) => keys,
+        QueuePolicy::Fifo => panic!("kv queues by keys"),
+    }
+}
+
+#[test]
+fn every_example_verifies() {
+    for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples")).expect("dir") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "pool") {
+            let name = format!("examples/{}", path.file_name().unwrap().to_string_lossy());
+            assert_eq!(ir::verify(&example(&name)), Ok(()), "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_slot_outside_its_layout_is_refused() {
+    let got = problem(|p| queue_keys(p)[1].expr = Expr::Slot(Slot::Row(99)));
+    assert!(
+        matches!(
+            got,
+            Problem::SlotOutOfRange {
+                slot: Slot::Row(99),
+                ..
+            }
+        ),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_row_slot_in_a_stage_time_is_refused() {
+    let got = problem(|p| p.stages[0].time.expr = Expr::Slot(Slot::Row(0)));
+    assert_eq!(got, Problem::RowAtRowlessSite { slot: 0 });
+}
+
+#[test]
+fn a_slot_beyond_every_layout_is_refused_for_a_bare_expression() {
+    let slot = Slot::Ctx(MAX_SLOTS as u32);
+    let got = ir::verify::expr(&Expr::Slot(slot), Some(0), usize::MAX);
+    assert_eq!(got, Err(Problem::SlotBeyondLimit { slot }));
+}
+
+#[test]
+fn a_builtin_with_the_wrong_arity_is_refused() {
+    let got = problem(|p| {
+        queue_keys(p)[1].expr = Expr::Call(Builtin::Min, vec![Expr::Const(1.0)]);
+        queue_keys(p)[1].reads = ir::ReadSet::default();
+    });
+    assert_eq!(
+        got,
+        Problem::Arity {
+            builtin: Builtin::Min,
+            args: 1
+        }
+    );
+}
+
+#[test]
+fn a_read_the_read_set_does_not_name_is_refused() {
+    // Key 1 of kv is `serial`, attribute 0.
+    let got = problem(|p| {
+        let reads = &mut queue_keys(p)[1].reads;
+        assert!(reads.0.remove(&Read::Attr(AttrId(0))), "key 1 reads serial");
+    });
+    assert_eq!(
+        got,
+        Problem::UndeclaredRead {
+            input: Input::Attr(AttrId(0))
+        }
+    );
+}
+
+#[test]
+fn a_read_set_may_name_more_than_folding_left() {
+    // A read-set is the source's: folding (`3 ? cached(kv) : free(kv)` to
+    // `cached(kv)`) can leave it naming more than the expression reads.
+    let mut p = replicas();
+    queue_keys(&mut p)[1].reads.0.insert(Read::Var(Var::Units));
+    assert_eq!(ir::verify(&p), Ok(()));
+}
+
+#[test]
+fn an_empty_key_list_is_refused() {
+    let got = problem(|p| kv(p).evict = Evict::By(Vec::new()));
+    assert_eq!(got, Problem::EmptyKeys);
+}
+
+#[test]
+fn an_unordered_layout_is_refused() {
+    let got = problem(|p| kv(p).queue_layout.row.reverse());
+    assert_eq!(got, Problem::LayoutUnordered { index: 1 });
+}
+
+#[test]
+fn a_derived_name_in_a_layout_is_refused() {
+    let got = problem(|p| kv(p).entry_layout.ctx.insert(0, Input::Var(Var::Waited)));
+    assert_eq!(got, Problem::DerivedInLayout { var: Var::Waited });
+}
+
+#[test]
+fn references_out_of_range_are_refused() {
+    let got = problem(|p| kv(p).entry_layout.row.insert(0, Input::Attr(AttrId(99))));
+    assert!(
+        matches!(got, Problem::AttrOutOfRange { attr: 99, .. }),
+        "{got:?}"
+    );
+    let got = problem(|p| {
+        let j = kv(p).admit_via.as_mut().expect("kv admits via engine");
+        j.target = StageId(99);
+    });
+    assert!(
+        matches!(got, Problem::StageOutOfRange { stage: 99, .. }),
+        "{got:?}"
+    );
+    let got = problem(|p| {
+        kv(p).spill.as_mut().expect("kv spills").tier.target = PoolId(99);
+    });
+    assert!(
+        matches!(got, Problem::PoolOutOfRange { pool: 99, .. }),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn a_join_rule_the_family_sizes_do_not_give_is_refused() {
+    let got = problem(|p| {
+        kv(p).admit_via.as_mut().expect("kv admits via engine").rule = JoinRule::SharedTarget;
+    });
+    assert_eq!(
+        got,
+        Problem::JoinRule {
+            rule: JoinRule::SharedTarget,
+            expected: Some(JoinRule::MemberForMember)
+        }
+    );
+    let got = problem(|p| kv(p).count = 3);
+    assert!(matches!(got, Problem::JoinRule { .. }), "{got:?}");
+    let got = problem(|p| kv(p).count = 0);
+    assert_eq!(got, Problem::EmptyFamily);
+}
+
+#[test]
+fn a_query_of_a_member_the_target_lacks_is_refused() {
+    let retarget = |p: &mut Program, member: Member| {
+        for input in &mut kv(p).queue_layout.ctx {
+            if let Input::Query(q) = input
+                && let QueryTarget::Pool(id, _) = q.target
+            {
+                q.target = QueryTarget::Pool(id, member);
+            }
+        }
+    };
+    let got = problem(|p| retarget(p, Member::Index(4)));
+    assert_eq!(
+        got,
+        Problem::MemberOutOfRange {
+            member: 4,
+            count: 4
+        }
+    );
+    let got = problem(|p| {
+        let host = p.find_pool("host").expect("host");
+        for input in &mut kv(p).queue_layout.ctx {
+            if let Input::Query(q) = input {
+                q.target = QueryTarget::Pool(host, Member::Same);
+            }
+        }
+    });
+    assert_eq!(
+        got,
+        Problem::SameMemberCount {
+            count: 4,
+            target_count: 1
+        }
+    );
+}
+
+#[test]
+fn codegen_and_the_bridge_refuse_what_verify_refuses() {
+    let mut p = replicas();
+    queue_keys(&mut p)[1].expr = Expr::Binary(
+        BinaryOp::Add,
+        Box::new(Expr::Slot(Slot::Ctx(7))),
+        Box::new(Expr::Const(1.0)),
+    );
+    let Err(err) = poolc::codegen::compile_program(&p) else {
+        panic!("codegen compiled a program that verify refuses");
+    };
+    assert!(
+        matches!(err, poolc::codegen::CodegenError::Verify(_)),
+        "{err}"
+    );
+    let good = poolc::codegen::compile_program(&replicas()).expect("compiles");
+    let kv_id = p.find_pool("kv").expect("kv");
+    let err = poolc::bridge::pool_config(&p, kv_id, 0, good.pool(kv_id)).expect_err("bridge");
+    assert!(
+        matches!(err, poolc::bridge::BridgeError::Verify(_)),
+        "{err}"
+    );
+}
