@@ -1,19 +1,20 @@
 //! Semantic analysis: from a parsed `Spec` to the checked IR `Program`. It resolves
 //! names (D7), evaluates constants and parameters with `--set` overrides (D1, D2),
 //! checks values (D6) and options (D4, D5), lowers every expression at its site (S1,
-//! E4, E6), joins families (K1–K3) and lays out slots. It reports every independent
+//! E4, E6), joins families (K1–K3, in `joins.rs`) and lays out slots. It reports every independent
 //! error it finds as a `Diagnostic`; it never prints and never panics on user input.
 
 mod errors;
 mod expr;
+mod joins;
 mod names;
 mod site;
 
 use crate::Options;
 use crate::diag::Diagnostic;
 use crate::ir::{
-    AttrId, CAttr, CPool, CSession, CSpill, CStage, CValue, Evict, Expr, Join, JoinRule, Layout,
-    Limit, PoolId, PreemptMode, Program, QueuePolicy, ReadSet, SiteExpr, StageId, Var,
+    AttrId, CAttr, CPool, CSession, CStage, CValue, Evict, Expr, Layout, Limit, PreemptMode,
+    Program, QueuePolicy, ReadSet, SiteExpr, Var,
 };
 use crate::syntax::Span;
 use crate::syntax::ast::{
@@ -598,209 +599,6 @@ impl<'a> Checker<'a> {
             }
         }
         out
-    }
-
-    /// K1, K2: `admit via STAGE` names a step stage; the counts join.
-    fn admit_via(&mut self, pool: usize, stage: &ast::Ident) -> Option<Join<StageId>> {
-        let decl = self.pools[pool];
-        let s = self.resolve_stage(stage, "admit via", "a step stage", StageKind::Step)?;
-        let rule = self.join(
-            "`admit via`",
-            (&decl.name, self.pool_counts[pool]),
-            (&self.stages[s].name, self.stage_counts[s]),
-            true,
-        )?;
-        Some(Join {
-            target: StageId(s as u32),
-            rule,
-        })
-    }
-
-    fn spill(
-        &mut self,
-        pool: usize,
-        spill: &ast::SpillClause,
-        b: &mut SiteBuilder,
-        owner: Owner<'_>,
-    ) -> Option<CSpill> {
-        let decl = self.pools[pool];
-        let tier = match self.symbols.get(&spill.tier.name) {
-            Some((Sym::Pool(t), _)) if t == pool => {
-                self.error(errors::spill_into_self(&decl.name.name, spill.tier.span));
-                None
-            }
-            Some((Sym::Pool(t), _)) => {
-                let rule = self.join(
-                    "`spill`",
-                    (&decl.name, self.pool_counts[pool]),
-                    (&self.pools[t].name, self.pool_counts[t]),
-                    false,
-                );
-                rule.map(|rule| Join {
-                    target: PoolId(t as u32),
-                    rule,
-                })
-            }
-            Some((sym, span)) => {
-                self.error(errors::wrong_kind(
-                    "spill",
-                    "a pool",
-                    &spill.tier.name,
-                    sym.describe(),
-                    spill.tier.span,
-                    span,
-                ));
-                None
-            }
-            None => {
-                let cand = self.symbols.names_where(|s| matches!(s, Sym::Pool(_)));
-                self.error(errors::unknown_name(
-                    &spill.tier.name,
-                    spill.tier.span,
-                    suggest(&spill.tier.name, cand),
-                ));
-                None
-            }
-        };
-        let link = self
-            .resolve_stage(&spill.link, "spill … via", "a link stage", StageKind::Link)
-            .and_then(|l| {
-                let rule = self.join(
-                    "`spill … via`",
-                    (&decl.name, self.pool_counts[pool]),
-                    (&self.stages[l].name, self.stage_counts[l]),
-                    false,
-                )?;
-                Some(Join {
-                    target: StageId(l as u32),
-                    rule,
-                })
-            });
-        b.site = Site::SpillWork;
-        let work = self
-            .lower(&spill.work, b, Some(owner))
-            .map(|expr| SiteExpr {
-                expr,
-                reads: b.take_reads(),
-            });
-        b.take_reads();
-        b.site = Site::SpillPred;
-        let pred = self
-            .lower(&spill.pred, b, Some(owner))
-            .map(|expr| SiteExpr {
-                expr,
-                reads: b.take_reads(),
-            });
-        b.take_reads();
-        Some(CSpill {
-            tier: tier?,
-            link: link?,
-            work: work?,
-            pred: pred?,
-        })
-    }
-
-    fn resolve_stage(
-        &mut self,
-        id: &ast::Ident,
-        clause: &str,
-        expected: &str,
-        kind: StageKind,
-    ) -> Option<usize> {
-        match self.symbols.get(&id.name) {
-            Some((Sym::Stage(s), span)) => {
-                if self.stages[s].kind == kind {
-                    Some(s)
-                } else {
-                    let found = match self.stages[s].kind {
-                        StageKind::Step => "a step stage",
-                        StageKind::Link => "a link stage",
-                    };
-                    self.error(errors::wrong_kind(
-                        clause, expected, &id.name, found, id.span, span,
-                    ));
-                    None
-                }
-            }
-            Some((sym, span)) => {
-                self.error(errors::wrong_kind(
-                    clause,
-                    expected,
-                    &id.name,
-                    sym.describe(),
-                    id.span,
-                    span,
-                ));
-                None
-            }
-            None => {
-                let cand = self.symbols.names_where(|s| matches!(s, Sym::Stage(_)));
-                self.error(errors::unknown_name(
-                    &id.name,
-                    id.span,
-                    suggest(&id.name, cand),
-                ));
-                None
-            }
-        }
-    }
-
-    /// K1: how a family of `from` members reaches one of `to` members.
-    fn join(
-        &mut self,
-        what: &str,
-        (from, from_count): (&ast::Ident, u32),
-        (to, to_count): (&ast::Ident, u32),
-        shared_source_ok: bool,
-    ) -> Option<JoinRule> {
-        if from_count == to_count {
-            Some(JoinRule::MemberForMember)
-        } else if to_count == 1 {
-            Some(JoinRule::SharedTarget)
-        } else if from_count == 1 && shared_source_ok {
-            Some(JoinRule::SharedSource)
-        } else {
-            self.error(errors::count_mismatch(
-                what,
-                (&from.name, from_count, from.span),
-                (&to.name, to_count, to.span),
-            ));
-            None
-        }
-    }
-
-    /// K2: no chain of spills may come back to where it started.
-    fn check_spill_cycles(&mut self, pools: &[CPool]) {
-        let next = |p: usize| pools[p].spill.as_ref().map(|s| s.tier.target.0 as usize);
-        for start in 0..pools.len() {
-            let mut path = vec![start];
-            let mut p = start;
-            while let Some(n) = next(p) {
-                if let Some(pos) = path.iter().position(|&x| x == n) {
-                    let cycle = &path[pos..];
-                    // Report each cycle once: from its first pool in source order,
-                    // the only start that both lies on the cycle and is its least.
-                    if cycle.iter().min() == Some(&start) {
-                        let names = cycle
-                            .iter()
-                            .map(|&q| (self.pools[q].name.name.clone(), self.spill_span(q)))
-                            .collect::<Vec<_>>();
-                        self.error(errors::spill_cycle(&names));
-                    }
-                    break;
-                }
-                path.push(n);
-                p = n;
-            }
-        }
-    }
-
-    fn spill_span(&self, pool: usize) -> Span {
-        self.pools[pool]
-            .options
-            .iter()
-            .find(|o| matches!(o.kind, PoolOptionKind::Spill(_)))
-            .map_or(self.pools[pool].name.span, |o| o.span)
     }
 }
 
