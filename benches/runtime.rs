@@ -13,6 +13,8 @@
 //! times per operation), so its largest cases take minutes to set up; the eviction
 //! case at 100,000 entries is left out for it (docs/PERFORMANCE.md says why).
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a benchmark fails by panicking
+
 #[path = "../runtime/tests/naive/mod.rs"]
 mod naive;
 

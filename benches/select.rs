@@ -5,6 +5,8 @@
 //! absolute times, go into docs/PERFORMANCE.md. Run with
 //! `cargo bench --bench select -- --warm-up-time 1 --measurement-time 2`.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a benchmark fails by panicking
+
 use std::hint::black_box;
 use std::path::Path;
 

@@ -9,6 +9,8 @@
 //! interpreter backend is left out: the reference interpreter builds a key vector
 //! per row by design.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use poolc::tools::bench::{
     Backend, Backends, Driver, EngineMember, Meter, Phase, Stream, StreamShape, Wall, pool_config,
 };

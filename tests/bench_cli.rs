@@ -3,6 +3,8 @@
 //! with the documented fields, the built-in policies get a hand-written Rust
 //! backend, and bad arguments are clear errors.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod cli_support;
 
 use std::process::Output;

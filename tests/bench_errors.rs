@@ -2,6 +2,8 @@
 //! it wraps (the bridge's, here), so callers match on variants instead of parsing
 //! messages, and the CLI can word option errors in terms of its flags.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use std::error::Error as _;
 
 use poolc::bridge::BridgeError;

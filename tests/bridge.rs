@@ -2,6 +2,8 @@
 //! becomes a configuration the runtime accepts, with family joins resolved to the
 //! members K1 names.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use poolc::bridge::pool_config;
 use poolc::ir::PoolId;
 use poolrt::{Input, Pool, PoolRef, Query, QueryKind, QueuePolicy, StageRef, Target};

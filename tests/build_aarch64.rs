@@ -11,6 +11,8 @@
 //! libc6-dev-arm64-cross, qemu-user) the test says so loudly and passes, unless
 //! the environment variable CI is set: then the tools are required.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod build_support;
 
 use std::fmt::Write;

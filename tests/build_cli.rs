@@ -5,6 +5,8 @@
 //! an unwritable output path, a header that would overwrite the output (all 1), a
 //! broken spec (1) and usage errors (2).
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod build_support;
 mod cli_support;
 

@@ -4,6 +4,8 @@
 //! `poolc::bridge::host_config`, give a byte-identical report and event log on a
 //! synthetic workload.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod build_support;
 
 use build_support::{TempDir, build_so, example_program, examples};

@@ -2,6 +2,8 @@
 //! from the seed's Ascend lanes, the JIT and `--interp` printing the same lines, and
 //! the exit codes of each kind of mistake.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod cli_support;
 
 use std::process::Output;

@@ -3,6 +3,8 @@
 //! (all but the wall clock), the `--log` lines, `--set`, and clear errors with the
 //! file and line for bad input.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod cli_support;
 
 use std::path::PathBuf;

@@ -12,6 +12,8 @@
 //! Apple's aarch64 gives (Linux on x86-64 and aarch64 alike); on another host the
 //! test fails saying so rather than with a diff of every signature.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use std::path::Path;
 
 /// Fails, saying why, unless every signature in `clif` starts with an `i64` pointer

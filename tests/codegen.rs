@@ -4,6 +4,8 @@
 //! any NaN, as interp.rs documents), and `select`/`cmp` the same index and sign.
 //! Rules are cited from LANGUAGE.md (E2–E5). No test here times anything.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use std::cmp::Ordering;
 
 use poolc::codegen::{compile_exprs, compile_key_list};

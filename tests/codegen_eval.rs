@@ -3,6 +3,8 @@
 //! the derived names `waited` and `age`, defaults, and every error a person can
 //! provoke from the command line. Specs are inline so each test shows its policy.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use poolc::tools::eval::{Backend, EvalError, Site, eval_site, parse_input, render};
 use poolc::{Compiled, Options, compile};
 

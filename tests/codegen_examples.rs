@@ -3,6 +3,8 @@
 //! and `work` and stage `time` bit for bit, and `select`/`cmp` by index and sign.
 //! This is what `poolc eval` on the examples relies on.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod build_support;
 
 use std::path::Path;

@@ -5,6 +5,8 @@
 //! be read (not Linux, or no procfs mounted): a memory test that passes without
 //! measuring would hide the leak it exists to catch. It times nothing.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use poolc::ir::Program;
 use poolc::{Options, check, codegen};
 

@@ -7,6 +7,8 @@
 //! clear errors with exit 1; and a spec with another preemption policy diverges, so
 //! the comparison is not vacuous.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod cli_support;
 
 use std::fs;

@@ -1,6 +1,8 @@
 //! Runs examples/embed.rs, the embedding example a reader copies, and checks what it
 //! does against a walk through R5–R14 done by hand (in the comments below).
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 #[path = "../examples/embed.rs"]
 mod embed;
 

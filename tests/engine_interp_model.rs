@@ -8,6 +8,8 @@
 //! the same random operation sequence to both and compares every result, event,
 //! notice and state after each operation.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 #[path = "../runtime/tests/common/mod.rs"]
 mod common;
 #[path = "../runtime/tests/naive/driver.rs"]

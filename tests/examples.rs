@@ -4,6 +4,8 @@
 //! with the documented exit codes (2: usage error; 1: unreadable file, named in the
 //! message). It runs the built binary; it does not look inside the IR.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};

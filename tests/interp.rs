@@ -3,6 +3,8 @@
 //! is worked out by hand here; no test may take its expectation from the code under
 //! test. Sign bits are checked with `to_bits`, since `-0.0 == 0.0`.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use std::cmp::Ordering;
 
 use poolc::interp::{

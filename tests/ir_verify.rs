@@ -3,6 +3,8 @@
 //! `Problem` (never a panic). The broken programs start from examples/replicas.pool,
 //! which has families, a member-for-member join, a query, a spill and keys.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use poolc::ir::verify::{MAX_SLOTS, Problem};
 use poolc::ir::{
     self, AttrId, BinaryOp, Builtin, Evict, Expr, Input, JoinRule, Member, PoolId, Program,

@@ -6,6 +6,8 @@
 //! for the example specs, as file snapshots); it must not replace the assertions that
 //! pin a rule on the IR's types.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use poolc::diag::Diagnostic;
 use poolc::ir::*;
 use poolc::{Options, check};

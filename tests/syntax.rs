@@ -10,6 +10,8 @@
 //! expressions), then parse errors, the printer and properties, so a rule is found by
 //! its code.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use poolc::diag::Diagnostic;
 use poolc::syntax::ast::*;
 use poolc::syntax::{Span, SyntaxError, parse, printer};

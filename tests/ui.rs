@@ -17,6 +17,8 @@
 //! `.pool` file plus one name in the `ui_cases!` list below; the list is checked
 //! against the directory, so a fixture cannot be forgotten.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::Path;

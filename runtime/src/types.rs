@@ -157,9 +157,12 @@ impl Chain {
         let pos = end - 1;
         // The run covering `pos` is the first whose end is beyond it.
         let i = self.ends.partition_point(|&e| e <= pos);
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        let start = match i.checked_sub(1) {
+            None => 0,
+            Some(j) => *self.ends.get(j)?,
+        };
         Some(BlockKey {
-            run: self.runs[i].id,
+            run: self.runs.get(i)?.id,
             offset: pos - start,
         })
     }
@@ -196,13 +199,15 @@ impl Iterator for BlockKeys<'_> {
             return None;
         }
         let pos = end - 1;
-        while self.chain.ends[self.run] <= pos {
-            self.run_start = self.chain.ends[self.run];
+        while let Some(&run_end) = self.chain.ends.get(self.run)
+            && run_end <= pos
+        {
+            self.run_start = run_end;
             self.run += 1;
         }
         self.next_end = end.checked_add(self.block);
         Some(BlockKey {
-            run: self.chain.runs[self.run].id,
+            run: self.chain.runs.get(self.run)?.id,
             offset: pos - self.run_start,
         })
     }

@@ -6,6 +6,8 @@
 //! samples are reserved; what is left is the engine's amortised vector growth, which
 //! doubles a bounded number of times however many admissions there are.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use poolrt::host::{
     AttrSpec, Host, HostConfig, IterTime, PoolDecl, PoolMember, RunOptions, StageDecl, StageKind,
     StepConfig,

@@ -4,6 +4,8 @@
 //! until the load completes), in one small replay worked out by hand, and the tier's
 //! entry order at the engine level.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod host_support;
 
 use host_support::*;

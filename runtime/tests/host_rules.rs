@@ -6,6 +6,8 @@
 //! the compiled `time` ctx layout, and bad `time` values. Every iteration lasts one
 //! second unless said otherwise, so an iteration starting at t is "step t".
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod host_support;
 
 use host_support::*;

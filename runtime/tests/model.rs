@@ -7,6 +7,8 @@
 //! same way. The compiler's tests drive the same model with random specs whose keys
 //! the interpreter evaluates (tests/engine_interp_model.rs at the workspace root).
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod common;
 #[path = "naive/driver.rs"]
 mod driver;

@@ -5,6 +5,8 @@
 //! This file is long because it is one table of rules: each scenario is short and
 //! stands alone, and splitting them by rule would scatter the shared `World` driver.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 mod common;
 
 use common::*;

@@ -2,6 +2,8 @@
 //! must name, and the bundled traces (examples/traces) read whole. Errors are
 //! compared as whole messages, so their wording is pinned too.
 
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
 use std::path::Path;
 
 use poolrt::trace::{self, Format, TraceError, Workload, azure, jsonl, mooncake};

@@ -279,7 +279,10 @@ fn define_manifest(
     let done = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
-    let len_out = b.block_params(entry)[0];
+    let len_out = *b
+        .block_params(entry)
+        .first()
+        .expect("the accessor's signature has a first parameter");
     b.ins().brif(len_out, store, &[], done, &[]);
     b.switch_to_block(store);
     let len = b.ins().iconst(I64, manifest.len() as i64);

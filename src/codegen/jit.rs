@@ -98,7 +98,9 @@ impl CompiledExprs {
 
     /// Expression `index` on one row. Panics if a slice is shorter than the shape.
     pub fn eval(&self, index: usize, row: &[f64], ctx: &[f64]) -> f64 {
-        let f = self.fns[index];
+        let Some(&f) = self.fns.get(index) else {
+            panic!("expression {index} of {} compiled", self.fns.len());
+        };
         assert!(
             row.len() >= self.shape.row,
             "row has {} slots, needs {}",

@@ -12,6 +12,11 @@
 //! minimum/maximum, exactly E4); `%` calls the imported C `fmod`. Key order (E5)
 //! compares keys as integers after [`Translator::order_bits`].
 
+// Indexing here is by slots and read-sets of a program `ir::verify` has checked
+// before lowering (every slot inside its layout): an index out of range is a broken
+// invariant, not bad input, so it panics (STYLE.md 7).
+#![allow(clippy::indexing_slicing)]
+
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F64, I32, I64};
 use cranelift_codegen::ir::{

@@ -111,12 +111,16 @@ impl Compiled {
 
     /// The functions of a pool declaration; every member of its family uses them.
     pub fn pool(&self, id: PoolId) -> &PoolPolicy {
-        &self.pools[id.0 as usize]
+        self.pools
+            .get(id.0 as usize)
+            .expect("Compiled holds the functions of every pool of its program")
     }
 
     /// The functions of a stage declaration; every member of its family uses them.
     pub fn stage(&self, id: StageId) -> &StagePolicy {
-        &self.stages[id.0 as usize]
+        self.stages
+            .get(id.0 as usize)
+            .expect("Compiled holds the functions of every stage of its program")
     }
 
     /// Pool policies indexed like `program().pools`.

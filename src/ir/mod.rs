@@ -482,7 +482,9 @@ impl CSession {
     pub const ARRIVAL: AttrId = AttrId(1);
 
     pub fn attr(&self, id: AttrId) -> &CAttr {
-        &self.attrs[id.0 as usize]
+        self.attrs
+            .get(id.0 as usize)
+            .expect("an AttrId is made by the session it indexes (ir::verify)")
     }
 
     pub fn find(&self, name: &str) -> Option<AttrId> {
@@ -512,11 +514,15 @@ pub struct Program {
 
 impl Program {
     pub fn pool(&self, id: PoolId) -> &CPool {
-        &self.pools[id.0 as usize]
+        self.pools
+            .get(id.0 as usize)
+            .expect("a PoolId is made by the program it indexes (ir::verify)")
     }
 
     pub fn stage(&self, id: StageId) -> &CStage {
-        &self.stages[id.0 as usize]
+        self.stages
+            .get(id.0 as usize)
+            .expect("a StageId is made by the program it indexes (ir::verify)")
     }
 
     pub fn find_pool(&self, name: &str) -> Option<PoolId> {

@@ -303,7 +303,7 @@ impl Verifier<'_> {
         }
         if let Some(s) = &pool.spill {
             let tier = s.tier.target.0;
-            if tier as usize >= p.pools.len() {
+            let Some(tier_pool) = p.pools.get(tier as usize) else {
                 return Err(fail(
                     &at("spill"),
                     Problem::PoolOutOfRange {
@@ -311,8 +311,8 @@ impl Verifier<'_> {
                         pools: p.pools.len(),
                     },
                 ));
-            }
-            let tier_count = p.pools[tier as usize].count;
+            };
+            let tier_count = tier_pool.count;
             self.rule(
                 &at("spill"),
                 s.tier.rule,
@@ -368,7 +368,9 @@ impl Verifier<'_> {
                 return Err(fail(at, Problem::LayoutTooLong { len: side.len() }));
             }
             for (i, pair) in side.windows(2).enumerate() {
-                if pair[0] >= pair[1] {
+                if let [a, b] = pair
+                    && a >= b
+                {
                     return Err(fail(at, Problem::LayoutUnordered { index: i + 1 }));
                 }
             }

@@ -25,8 +25,8 @@ use std::fmt;
 use crate::codegen::Compiled;
 use crate::interp;
 use crate::ir::{
-    self, Evict, Expr, Input, Layout, Member, Program, Query, QueryKind, QueryTarget, QueuePolicy,
-    Read, ReadSet, SiteExpr, Slot, Var,
+    self, Evict, Expr, Input, Layout, Member, PoolId, Program, Query, QueryKind, QueryTarget,
+    QueuePolicy, Read, ReadSet, SiteExpr, Slot, StageId, Var,
 };
 
 /// Which expressions of a pool (or stage) to evaluate.
@@ -191,9 +191,11 @@ pub fn eval_site(
     let given = Given::new(program, inputs)?;
     let (layout, exprs) = target.parts(program);
     let (row, ctx) = given.fill(program, site, layout, exprs)?;
-    let values = (0..exprs.len())
-        .map(|i| match backend {
-            Backend::Interp => interp::eval(&exprs[i].expr, &row, &ctx),
+    let values = exprs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| match backend {
+            Backend::Interp => interp::eval(&e.expr, &row, &ctx),
             Backend::Jit => target.jit(compiled, i, &row, &ctx),
         })
         .collect();
@@ -203,8 +205,8 @@ pub fn eval_site(
 /// One site of one declaration, resolved.
 #[derive(Clone, Copy, Debug)]
 enum SiteRef {
-    Pool(usize, Site),
-    Stage(usize),
+    Pool(PoolId, Site),
+    Stage(StageId),
 }
 
 impl SiteRef {
@@ -217,7 +219,7 @@ impl SiteRef {
                     name: name.to_string(),
                     known: known(),
                 })?;
-            return Ok(SiteRef::Stage(id.0 as usize));
+            return Ok(SiteRef::Stage(id));
         }
         let known = || program.pools.iter().map(|p| p.name.clone()).collect();
         let id = program
@@ -240,7 +242,7 @@ impl SiteRef {
                 Err(absent("it evicts lru (release time, then release order)"))
             }
             Site::Pred | Site::Work if pool.spill.is_none() => Err(absent("it does not spill")),
-            _ => Ok(SiteRef::Pool(id.0 as usize, site)),
+            _ => Ok(SiteRef::Pool(id, site)),
         }
     }
 
@@ -248,11 +250,11 @@ impl SiteRef {
     fn parts(self, program: &Program) -> (&Layout, &[SiteExpr]) {
         match self {
             SiteRef::Stage(s) => {
-                let stage = &program.stages[s];
+                let stage = program.stage(s);
                 (&stage.time_layout, std::slice::from_ref(&stage.time))
             }
             SiteRef::Pool(p, site) => {
-                let pool = &program.pools[p];
+                let pool = program.pool(p);
                 let spill = || pool.spill.as_ref().expect("checked by SiteRef::find");
                 match (site, &pool.queue, &pool.evict) {
                     (Site::Queue, QueuePolicy::By(keys), _) => (&pool.queue_layout, keys),
@@ -268,9 +270,9 @@ impl SiteRef {
     fn jit(self, compiled: &Compiled, i: usize, row: &[f64], ctx: &[f64]) -> f64 {
         let missing = "Compiled has a function for every site of its program";
         match self {
-            SiteRef::Stage(s) => compiled.stages()[s].time(ctx),
+            SiteRef::Stage(s) => compiled.stage(s).time(ctx),
             SiteRef::Pool(p, site) => {
-                let policy = &compiled.pools()[p];
+                let policy = compiled.pool(p);
                 match site {
                     Site::Queue => policy.queue.as_ref().expect(missing).key(i, row, ctx),
                     Site::Evict => policy.evict.as_ref().expect(missing).key(i, row, ctx),
