@@ -1,6 +1,10 @@
 //! `poolc`: the Pool compiler as a library. The pipeline is `syntax` (text → AST) →
-//! `sema` (AST → checked IR) → `interp` / `codegen` (IR → values / machine code).
-//! This crate never prints and never exits; `main.rs` does both.
+//! `sema` (AST → checked IR, checked again by `ir::verify` wherever it crosses a
+//! boundary) → `interp` / `codegen` (IR → values / machine code) → `aot` (shared
+//! objects: emit, link, manifest, header, load); `bridge` turns IR and compiled code
+//! into the runtime's configuration. `tools` (bench, conform, eval) use the pipeline
+//! and the runtime; no pipeline module imports them (tests/tidy.rs). This crate never
+//! prints and never exits; the binary's `cli` module does both.
 
 pub mod aot;
 pub mod bridge;

@@ -1,6 +1,9 @@
 //! Repository hygiene that a reviewer would otherwise check by eye: every Rust file
-//! opens with a `//!` paragraph saying what it owns, and no test is skipped or
-//! written to expect a panic (the two attributes for that are banned by STYLE.md).
+//! opens with a `//!` paragraph saying what it owns; no test is skipped or written to
+//! expect a panic (the two attributes for that are banned by STYLE.md); no file is
+//! over 800 lines unless its `//!` says why; and the Architecture Invariants of
+//! docs/ARCHITECTURE.md that the tree can show: pipeline modules never import the
+//! tools, and the runtime never depends on the compiler.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
@@ -178,5 +181,93 @@ fn no_source_file_is_long_without_saying_why() {
     assert!(
         offenders.is_empty(),
         "files over {LONG_FILE} lines whose `//!` does not say why: {offenders:#?}"
+    );
+}
+
+/// The library files of both crates: src/ without the binary (main.rs and the `cli`
+/// module), and runtime/src.
+fn library_files() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("runtime/src"), &mut files);
+    let bin = [root.join("src/main.rs"), root.join("src/cli.rs")];
+    let cli = root.join("src/cli");
+    files.retain(|p| !bin.contains(p) && !p.starts_with(&cli));
+    assert!(
+        files.len() > 40,
+        "the library walk found {} files",
+        files.len()
+    );
+    files
+}
+
+/// Files among `files` with a code line that contains any of `needles`.
+fn naming(files: &[PathBuf], needles: &[&str]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|p| {
+            let text = std::fs::read_to_string(p).expect("source file reads");
+            code_lines(&text).any(|l| needles.iter().any(|n| l.contains(n)))
+        })
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// Architecture Invariant: only the binary (main.rs and the `cli` module) prints or
+/// exits; the libraries return values and errors.
+#[test]
+fn only_the_cli_prints_or_exits() {
+    let offenders = naming(
+        &library_files(),
+        &[
+            "print!(",
+            "println!(",
+            "eprint!(",
+            "eprintln!(",
+            "process::exit(",
+        ],
+    );
+    assert!(
+        offenders.is_empty(),
+        "library files that print or exit: {offenders:#?}"
+    );
+}
+
+/// Architecture Invariant: the vLLM oracle's files are read in one place,
+/// `poolrt::oracle`; nothing else in the libraries names them.
+#[test]
+fn the_oracle_format_lives_in_poolrt_oracle() {
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtime/src/oracle");
+    let mut files = library_files();
+    let all = files.len();
+    files.retain(|p| !p.starts_with(&oracle));
+    assert!(all - files.len() >= 4, "the oracle module was not found");
+    let offenders = naming(&files, &["steps.jsonl", "workload.jsonl", "config.json"]);
+    assert!(
+        offenders.is_empty(),
+        "library files outside poolrt::oracle that name the oracle's files: {offenders:#?}"
+    );
+}
+
+/// Architecture Invariant: the front end and the interpreter (syntax, sema, ir,
+/// interp) never name the runtime; only `bridge`, `codegen` and `aot` know it.
+#[test]
+fn the_front_end_never_names_the_runtime() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    for dir in ["syntax", "sema", "ir"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files.push(root.join("interp.rs"));
+    assert!(
+        files.len() > 10,
+        "the front-end walk found {} files",
+        files.len()
+    );
+    let offenders = naming(&files, &["poolrt"]);
+    assert!(
+        offenders.is_empty(),
+        "front-end files naming poolrt: {offenders:#?}"
     );
 }

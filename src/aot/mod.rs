@@ -1,6 +1,6 @@
 //! Ahead-of-time compilation: everything about shared objects lives here. From a
 //! checked program to files a host in any language can use — an object file
-//! ([`object`], the codegen plan compiled by cranelift-object) or a shared library
+//! ([`object`](mod@object), the codegen plan compiled by cranelift-object) or a shared library
 //! (linked by the system's C compiler driver against libm), its C header
 //! ([`header`]) and, inside the library, its manifest ([`manifest`]); and back:
 //! [`load`] opens such a library in place of the JIT. This file owns `poolc build`'s

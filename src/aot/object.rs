@@ -1,5 +1,5 @@
 //! The object backend of `poolc build`: the same planned functions as the JIT,
-//! declared, lowered and compiled through the same [`Definer`] into a
+//! declared, lowered and compiled through the same `Definer` into a
 //! cranelift-object `ObjectModule` for a chosen [`Target`] (position-independent,
 //! every function exported as `<prefix>_<symbol>`), plus a read-only data symbol
 //! holding the manifest bytes it is given and the accessor `<prefix>_manifest`. It

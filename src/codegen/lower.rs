@@ -10,7 +10,7 @@
 //! and `?:` are real branches; truth is `x != 0` (so NaN is true); comparisons
 //! yield 1.0/0.0; `min`/`max` are Cranelift `fmin`/`fmax` (IEEE 754-2019
 //! minimum/maximum, exactly E4); `%` calls the imported C `fmod`. Key order (E5)
-//! compares keys as integers after [`Translator::order_bits`].
+//! compares keys as integers after `Translator::order_bits`.
 
 // Indexing here is by slots and read-sets of a program `ir::verify` has checked
 // before lowering (every slot inside its layout): an index out of range is a broken

@@ -1,11 +1,11 @@
 //! Code generation: from a checked `ir::Program` to the policy functions of
 //! docs/ABI.md. This module owns the *plan* (which functions a program needs, their
 //! symbol names, the slot shapes they read), the one sequence by which every backend
-//! declares, lowers and defines a planned function ([`Definer`]), the Cranelift flags
+//! declares, lowers and defines a planned function (`Definer`), the Cranelift flags
 //! they share, the error type, the bundle of policy structs ([`Compiled`]) and the
 //! public API; [`lower`] turns one planned function into Cranelift IR for any module
 //! and ISA, and `jit` owns the JIT module and its memory (`crate::aot::object` writes
-//! the same functions into an object file through the same [`Definer`]). Nothing
+//! the same functions into an object file through the same `Definer`). Nothing
 //! here parses, checks names or evaluates expressions (that is `sema` and `interp`),
 //! emits objects, links or loads libraries (`crate::aot`), and nothing here may
 //! assume the host is x86-64.

@@ -3,8 +3,9 @@
 //! stage's `time`) on inputs named as the source names them, with the JIT or the
 //! reference interpreter, so that a person can check a policy by hand and the two
 //! backends can be compared from the command line. It builds the row and ctx from
-//! the site's slot layout; it never prints (main.rs prints each value with `{:?}`,
-//! which parses back to the same f64: `NaN`, `inf`, `-inf`, `-0.0`).
+//! the site's slot layout; it never prints ([`render`] formats each value with
+//! `{:?}`, which parses back to the same f64: `NaN`, `inf`, `-inf`, `-0.0`; the CLI
+//! prints it).
 //!
 //! Input names: session attributes (`prompt`, `serial`, `arrival`, …), context
 //! variables (`units`, `reserve`, `computed`, `waited`, `now`, `size`, `age`, `last`,

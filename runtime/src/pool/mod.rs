@@ -4,7 +4,7 @@
 //! blocking (R8), settle (R9), one block per Evict moment (R10), head-side hits (R11),
 //! spill and tier hits (R12), grow and preemption (R13), release (R14), attribute
 //! snapshots (S3). docs/RUNTIME.md states each procedure step by step; the naive
-//! model in tests/ implements the same text independently.
+//! model in runtime/tests/naive/ implements the same text independently.
 //!
 //! This file owns the [`Pool`] struct, its construction, the steps every operation
 //! shares (the time check, the log record, the fit) and the operations' results. The

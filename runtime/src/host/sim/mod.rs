@@ -14,8 +14,9 @@
 // Indexing here is by typed entity references into the host's own [`Table`]s (and by
 // loop counters over its own reused buffers): an index out of range is a broken
 // invariant, and `Table` panics for it with a message in one place (STYLE.md 7). The
-// workspace denies `indexing_slicing` elsewhere; the host's hot loop is written this
-// way on purpose, as Cranelift's code indexes its `PrimaryMap`s.
+// workspace denies `indexing_slicing` in library code, and the modules that allow it
+// say why (docs/ARCHITECTURE.md, "Lints"); the host's hot loop is written this way on
+// purpose, as Cranelift's code indexes its `PrimaryMap`s.
 #![allow(clippy::indexing_slicing)]
 
 mod build;
