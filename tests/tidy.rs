@@ -34,6 +34,7 @@ fn all_rust_files() -> Vec<PathBuf> {
         "tests",
         "benches",
         "examples",
+        "python/src",
     ] {
         rust_files(&root.join(dir), &mut files);
     }

@@ -6,8 +6,10 @@
 //! failure, and the others still run. The work is `poolc::tools::conform`'s; this file only
 //! parses arguments, prints and picks the exit code. docs/CONFORMANCE.md.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use poolc::tools::run::bundled;
 
 use super::{SetArgs, fail, report};
 
@@ -30,16 +32,6 @@ pub struct ConformArgs {
     out: Option<PathBuf>,
     #[command(flatten)]
     set: SetArgs,
-}
-
-/// The default spec, from the current directory or else from the source tree this
-/// binary was built from (so it works from anywhere in a checkout).
-fn bundled(relative: &str) -> PathBuf {
-    let here = PathBuf::from(relative);
-    if here.exists() {
-        return here;
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
 pub fn run(args: ConformArgs) -> ExitCode {

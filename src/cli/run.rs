@@ -5,19 +5,15 @@
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use poolrt::host::{Host, RunOptions};
-use poolrt::trace::{self, Format};
+use poolc::tools::run::{DEFAULT_SPEC, Source, bundled, replay, report_json};
+use poolrt::trace::Format;
 
 use super::{SetArgs, fail, report};
-
-/// The spec and trace of `poolc run` with no arguments.
-const DEFAULT_SPEC: &str = "examples/vllm.pool";
-const DEFAULT_TRACE: &str = "examples/traces/mooncake_conversation_trace.jsonl";
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -67,16 +63,6 @@ impl FormatArg {
     }
 }
 
-/// A bundled default, found from the current directory or else from the source tree
-/// this binary was built from (so `poolc run` works from anywhere in a checkout).
-fn bundled(relative: &str) -> PathBuf {
-    let here = PathBuf::from(relative);
-    if here.exists() {
-        return here;
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
-}
-
 pub fn run(args: RunArgs) -> ExitCode {
     let wall = Instant::now();
     let spec_path = args.spec.clone().unwrap_or_else(|| bundled(DEFAULT_SPEC));
@@ -103,22 +89,16 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let workload = match (&args.trace, args.synthetic) {
-        (_, Some(n)) => Ok(trace::synthetic(n, args.seed)),
-        (Some(path), None) => trace::read_path(path, args.format.map(FormatArg::format)),
-        (None, None) => trace::read_path(&bundled(DEFAULT_TRACE), None),
+    let source = match (&args.trace, args.synthetic) {
+        (_, Some(n)) => Source::Synthetic { n, seed: args.seed },
+        (Some(path), None) => Source::Trace {
+            path: path.clone(),
+            format: args.format.map(FormatArg::format),
+        },
+        (None, None) => Source::Default,
     };
-    let workload = match workload {
+    let workload = match source.workload() {
         Ok(w) => w,
-        Err(e) => return fail(&e.to_string()),
-    };
-    let config =
-        match poolc::bridge::host_config(compiled.program(), compiled.pools(), compiled.stages()) {
-            Ok(c) => c,
-            Err(e) => return fail(&e.to_string()),
-        };
-    let host = match Host::new(config, &workload) {
-        Ok(h) => h,
         Err(e) => return fail(&e.to_string()),
     };
 
@@ -131,11 +111,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     let bar = Progress::new();
     let mut progress = |done: u64, total: u64| bar.update(done, total);
-    let result = host.run(RunOptions {
-        log: log_file.as_mut().map(|w| w as &mut dyn Write),
-        progress: Some(&mut progress),
-        ..RunOptions::default()
-    });
+    let result = replay(
+        &compiled,
+        &workload,
+        log_file.as_mut().map(|w| w as &mut dyn Write),
+        Some(&mut progress),
+    );
     bar.finish();
     let report = match result {
         Ok(r) => r,
@@ -148,14 +129,10 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
     let wall_seconds = wall.elapsed().as_secs_f64();
     if args.json {
-        let mut value = match serde_json::to_value(&report) {
+        let value = match report_json(&report, &spec_path.display().to_string(), wall_seconds) {
             Ok(v) => v,
             Err(e) => return fail(&format!("cannot encode the report: {e}")),
         };
-        if let Some(obj) = value.as_object_mut() {
-            obj.insert("spec".into(), spec_path.display().to_string().into());
-            obj.insert("wall_seconds".into(), wall_seconds.into());
-        }
         println!("{value}");
     } else {
         println!("spec: {}", spec_path.display());

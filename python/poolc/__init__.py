@@ -1,0 +1,117 @@
+"""poolc: compile Pool specs (KV-cache pool policies) and replay workloads through
+them. The work is done by the same Rust code as the ``poolc`` command line, through
+the native module ``poolc._native``; this file only shapes the Python API
+(docs/PYTHON.md)."""
+
+import json
+import os
+
+from . import _native
+from .errors import BuildError, CompileError, EvalError, PoolcError, RunError, TraceError
+
+__all__ = [
+    "BuildError",
+    "CompileError",
+    "EvalError",
+    "PoolcError",
+    "RunError",
+    "Spec",
+    "TraceError",
+    "compile",
+    "read_trace",
+    "run",
+]
+
+
+class Spec:
+    """A checked and compiled spec (``poolc.compile`` makes one)."""
+
+    def __init__(self, native):
+        self._native = native
+
+    @property
+    def name(self):
+        """How the spec was named: its path, or ``<source>`` for source text."""
+        return self._native.name
+
+    @property
+    def pools(self):
+        """Pool declarations' names, in declaration order."""
+        return self._native.pools
+
+    @property
+    def stages(self):
+        """Stage declarations' names, in declaration order."""
+        return self._native.stages
+
+    @property
+    def attrs(self):
+        """Session attributes' names, in slot order (``serial``, ``arrival`` first)."""
+        return self._native.attrs
+
+    def ir(self):
+        """The checked IR, as ``poolc ir`` prints it."""
+        return self._native.ir()
+
+    def eval(self, pool, site, interp=False, **inputs):
+        """One site's values on named inputs, as ``poolc eval`` gives them: ``site`` is
+        ``queue``, ``evict``, ``pred``, ``work`` or ``time`` (``pool`` then names a
+        stage). Queries are written as the source writes them, so pass them with
+        ``**{"free(kv)": 3}``."""
+        values = [(k, float(v)) for k, v in inputs.items()]
+        return self._native.eval(pool, site, values, interp)
+
+    def build(self, path, *, target=None, header=None):
+        """Writes a shared object of the spec's policies (as ``poolc build``) and its
+        C header; gives the two paths."""
+        out, h = self._native.build(os.fspath(path), target, None if header is None else os.fspath(header))
+        return out, h
+
+    def __repr__(self):
+        return f"<poolc.Spec {self.name}: pools {self.pools}, stages {self.stages}>"
+
+
+def _is_path(source):
+    if isinstance(source, os.PathLike):
+        return True
+    return isinstance(source, str) and "\n" not in source and "{" not in source and os.path.isfile(source)
+
+
+def compile(source, *, set=None):
+    """Checks and compiles a spec: a path (``str`` naming a file, or ``os.PathLike``)
+    or the source text. ``set`` overrides ``param`` declarations as ``--set`` does.
+    Raises ``CompileError``."""
+    overrides = [(str(k), float(v)) for k, v in (set or {}).items()]
+    if _is_path(source):
+        name = os.fspath(source)
+        with open(name, encoding="utf-8") as f:
+            text = f.read()
+    else:
+        name, text = "<source>", source
+    return Spec(_native.compile_source(text, name, overrides))
+
+
+def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, progress=False):
+    """Replays a workload through ``spec`` and gives the report ``poolc run --json``
+    prints, as a dict (the same keys and values). The workload is ``trace`` (a file;
+    ``format`` is ``mooncake``, ``azure`` or ``jsonl``, detected when omitted), or
+    ``synthetic`` seeded sessions, or else the bundled Mooncake trace. ``log`` is a
+    path for the JSON-lines log. The GIL is released while the replay runs."""
+    if not isinstance(spec, Spec):
+        spec = compile(spec)
+    text = _native.run_json(
+        spec._native,
+        None if trace is None else os.fspath(trace),
+        format,
+        synthetic,
+        int(seed),
+        None if log is None else os.fspath(log),
+        bool(progress),
+    )
+    return json.loads(text)
+
+
+def read_trace(path, format=None):
+    """The sessions of a trace file as a list of dicts (``arrival``, ``prompt``,
+    ``output``, ``runs`` as ``(run_id, length)``, ``id``, and any extra fields)."""
+    return _native.read_trace(os.fspath(path), format)

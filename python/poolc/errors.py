@@ -1,0 +1,32 @@
+"""The exceptions of the poolc package. The native module raises these classes, so a
+Python caller always gets one of them, never a crashed interpreter."""
+
+
+class PoolcError(Exception):
+    """Base class of every error the package raises on bad input."""
+
+
+class CompileError(PoolcError):
+    """A spec did not check. ``str(e)`` is the rendered diagnostics, as ``poolc check``
+    prints them; ``e.diagnostics`` lists them as dicts with ``code``, ``message``,
+    ``file``, ``line``, ``column`` and ``span`` (byte offsets ``(start, end)``)."""
+
+    def __init__(self, text, diagnostics):
+        super().__init__(text)
+        self.diagnostics = list(diagnostics)
+
+
+class TraceError(PoolcError):
+    """A trace file could not be read; the message names the file and line."""
+
+
+class RunError(PoolcError):
+    """A replay could not run (a refused configuration, an unwritable log, ...)."""
+
+
+class EvalError(PoolcError):
+    """``Spec.eval`` was given an unknown pool, site or input."""
+
+
+class BuildError(PoolcError):
+    """``Spec.build`` could not write or link the shared object."""

@@ -1,0 +1,337 @@
+//! `poolc._native`: the Python package's native module. It exposes the same library
+//! code the `poolc` binary runs — `poolc::check` and the JIT, `ir::dump`, `tools::eval`,
+//! `aot::build`, `tools::run` and the trace readers — to the thin Python layer in
+//! python/poolc/, which owns the public names and signatures (docs/PYTHON.md). It
+//! re-implements nothing: every result is the Rust library's, converted to Python
+//! values at the boundary. It never panics across the boundary on bad input (every
+//! error becomes one of the exceptions of `poolc.errors`), and it releases the GIL
+//! while a replay runs.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use poolc::aot::object::{Prefix, Target};
+use poolc::aot::{self, BuildOptions, Emit};
+use poolc::diag::{self, Diagnostic};
+use poolc::tools::eval::{self, Backend, Site};
+use poolc::tools::run::{self, Source};
+use poolc::{Compiled, Options};
+use poolrt::trace::{Format, Workload};
+use pyo3::call::PyCallArgs;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+/// Raises `poolc.errors.<class>(args…)`: the exception classes are Python's, so that
+/// they carry the attributes the API documents.
+fn error<'py, A: PyCallArgs<'py>>(py: Python<'py>, class: &str, args: A) -> PyErr {
+    let made = py
+        .import("poolc.errors")
+        .and_then(|m| m.getattr(class))
+        .and_then(|c| c.call1(args));
+    match made {
+        Ok(e) => PyErr::from_value(e),
+        Err(e) => e,
+    }
+}
+
+/// A diagnostic as the dict `CompileError.diagnostics` lists.
+fn diagnostic_dict<'py>(
+    py: Python<'py>,
+    d: &Diagnostic,
+    file: &str,
+    source: &str,
+) -> PyResult<Bound<'py, PyDict>> {
+    let dict = PyDict::new(py);
+    dict.set_item("code", d.code)?;
+    dict.set_item("message", &d.message)?;
+    dict.set_item("file", file)?;
+    match d.primary_span() {
+        Some(span) => {
+            let (line, column) = line_column(source, span.start as usize);
+            dict.set_item("line", line)?;
+            dict.set_item("column", column)?;
+            dict.set_item("span", (span.start, span.end))?;
+        }
+        None => {
+            dict.set_item("line", py.None())?;
+            dict.set_item("column", py.None())?;
+            dict.set_item("span", py.None())?;
+        }
+    }
+    Ok(dict)
+}
+
+/// 1-based line and column (in characters) of byte `offset`, as the rendered
+/// diagnostics count them.
+fn line_column(source: &str, offset: usize) -> (usize, usize) {
+    let before = source.get(..offset).unwrap_or(source);
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before.get(start..).map_or(0, |s| s.chars().count()) + 1;
+    (line, column)
+}
+
+/// A checked and compiled spec.
+#[pyclass(module = "poolc._native", frozen)]
+struct Spec {
+    compiled: Compiled,
+    /// How the spec was named (its path, or `<source>`): the report's `spec`.
+    name: String,
+}
+
+#[pymethods]
+impl Spec {
+    /// The pool declarations' names, in declaration order.
+    #[getter]
+    fn pools(&self) -> Vec<String> {
+        let p = self.compiled.program();
+        p.pools.iter().map(|x| x.name.clone()).collect()
+    }
+
+    /// The stage declarations' names, in declaration order.
+    #[getter]
+    fn stages(&self) -> Vec<String> {
+        let p = self.compiled.program();
+        p.stages.iter().map(|x| x.name.clone()).collect()
+    }
+
+    /// The session attributes' names, in slot order (`serial`, `arrival` first).
+    #[getter]
+    fn attrs(&self) -> Vec<String> {
+        let p = self.compiled.program();
+        p.session.attrs.iter().map(|a| a.name.clone()).collect()
+    }
+
+    /// How the spec was named.
+    #[getter]
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    /// The checked IR, as `poolc ir` prints it.
+    fn ir(&self) -> String {
+        poolc::ir::dump(self.compiled.program())
+    }
+
+    /// One site's values on named inputs, as `poolc eval` computes them.
+    #[pyo3(signature = (pool, site, inputs, interp=false))]
+    fn eval(
+        &self,
+        py: Python<'_>,
+        pool: &str,
+        site: &str,
+        inputs: Vec<(String, f64)>,
+        interp: bool,
+    ) -> PyResult<Vec<f64>> {
+        let backend = if interp {
+            Backend::Interp
+        } else {
+            Backend::Jit
+        };
+        let site = Site::from_name(site).map_err(|e| error(py, "EvalError", (e.to_string(),)))?;
+        eval::eval_site(&self.compiled, pool, site, &inputs, backend)
+            .map_err(|e| error(py, "EvalError", (e.to_string(),)))
+    }
+
+    /// Builds a shared object as `poolc build` does; gives (library, header) paths.
+    #[pyo3(signature = (path, target=None, header=None))]
+    fn build(
+        &self,
+        py: Python<'_>,
+        path: PathBuf,
+        target: Option<&str>,
+        header: Option<PathBuf>,
+    ) -> PyResult<(PathBuf, PathBuf)> {
+        let target = match target {
+            Some(t) => Target::parse(t),
+            None => Target::host(),
+        }
+        .map_err(|e| error(py, "BuildError", (e.to_string(),)))?;
+        let options = BuildOptions {
+            target,
+            emit: Emit::SharedObject,
+            prefix: Prefix::default(),
+            linker: None,
+            header,
+            source_name: self.name.clone(),
+        };
+        let built = aot::build(self.compiled.program(), &path, &options)
+            .map_err(|e| error(py, "BuildError", (e.to_string(),)))?;
+        Ok((built.output, built.header))
+    }
+}
+
+/// Checks and compiles `source` (named `name` in diagnostics) with `--set` values.
+#[pyfunction]
+#[pyo3(signature = (source, name, set))]
+fn compile_source(
+    py: Python<'_>,
+    source: &str,
+    name: &str,
+    set: Vec<(String, f64)>,
+) -> PyResult<Spec> {
+    let options = Options { set };
+    let program = match poolc::check(source, &options) {
+        Ok(p) => p,
+        Err(diags) => {
+            let text = diag::render(name, source, &diags, false);
+            let list = PyList::empty(py);
+            for d in &diags {
+                list.append(diagnostic_dict(py, d, name, source)?)?;
+            }
+            return Err(error(py, "CompileError", (text, list)));
+        }
+    };
+    let compiled = poolc::codegen::compile_program(&program)
+        .map_err(|e| error(py, "CompileError", (e.to_string(), PyList::empty(py))))?;
+    Ok(Spec {
+        compiled,
+        name: name.to_string(),
+    })
+}
+
+fn format_of(py: Python<'_>, format: Option<&str>) -> PyResult<Option<Format>> {
+    match format {
+        None => Ok(None),
+        Some("mooncake") => Ok(Some(Format::Mooncake)),
+        Some("azure") => Ok(Some(Format::Azure)),
+        Some("jsonl") => Ok(Some(Format::Jsonl)),
+        Some(other) => Err(error(
+            py,
+            "TraceError",
+            (format!(
+                "format `{other}` is not one of mooncake, azure, jsonl"
+            ),),
+        )),
+    }
+}
+
+fn source_of(
+    py: Python<'_>,
+    trace: Option<PathBuf>,
+    format: Option<&str>,
+    synthetic: Option<usize>,
+    seed: u64,
+) -> PyResult<Source> {
+    let format = format_of(py, format)?;
+    Ok(match (trace, synthetic) {
+        (Some(_), Some(_)) => {
+            return Err(error(
+                py,
+                "RunError",
+                ("give a trace or a synthetic workload, not both".to_string(),),
+            ));
+        }
+        (_, Some(n)) => Source::Synthetic { n, seed },
+        (Some(path), None) => Source::Trace { path, format },
+        (None, None) => Source::Default,
+    })
+}
+
+/// Replays a workload through `spec` and gives the report as the JSON text `poolc run
+/// --json` prints (the Python layer parses it, so both give the same values).
+#[pyfunction]
+#[pyo3(signature = (spec, trace, format, synthetic, seed, log, progress))]
+#[allow(clippy::too_many_arguments)] // the Python signature, keyword for keyword
+fn run_json(
+    py: Python<'_>,
+    spec: &Spec,
+    trace: Option<PathBuf>,
+    format: Option<&str>,
+    synthetic: Option<usize>,
+    seed: u64,
+    log: Option<PathBuf>,
+    progress: bool,
+) -> PyResult<String> {
+    let wall = Instant::now();
+    let source = source_of(py, trace, format, synthetic, seed)?;
+    let workload = source
+        .workload()
+        .map_err(|e| error(py, "TraceError", (e.to_string(),)))?;
+    let mut log_file = match &log {
+        None => None,
+        Some(path) => Some(BufWriter::new(File::create(path).map_err(|e| {
+            error(
+                py,
+                "RunError",
+                (format!("cannot write {}: {e}", path.display()),),
+            )
+        })?)),
+    };
+    let compiled = &spec.compiled;
+    // The replay is all Rust: other Python threads run meanwhile.
+    let result = py.allow_threads(|| {
+        let mut shown = 0u64;
+        let mut bar = |done: u64, total: u64| {
+            // At most a hundred updates, on stderr, never in the report.
+            if total > 0 && (done * 100 / total > shown || done == total) {
+                shown = done * 100 / total;
+                eprint!("\rpoolc: {done}/{total} sessions");
+                if done == total {
+                    eprintln!();
+                }
+            }
+        };
+        let report = run::replay(
+            compiled,
+            &workload,
+            log_file.as_mut().map(|w| w as &mut dyn Write),
+            if progress { Some(&mut bar) } else { None },
+        )
+        .map_err(|e| e.to_string())?;
+        if let Some(w) = log_file.as_mut() {
+            w.flush()
+                .map_err(|e| format!("cannot write the log: {e}"))?;
+        }
+        let value = run::report_json(&report, &spec.name, wall.elapsed().as_secs_f64())
+            .map_err(|e| format!("cannot encode the report: {e}"))?;
+        Ok::<String, String>(value.to_string())
+    });
+    result.map_err(|e| error(py, "RunError", (e,)))
+}
+
+/// The sessions of a trace file, as a list of dicts.
+#[pyfunction]
+#[pyo3(signature = (path, format))]
+fn read_trace<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    format: Option<&str>,
+) -> PyResult<Bound<'py, PyList>> {
+    let format = format_of(py, format)?;
+    let workload = py
+        .allow_threads(|| poolrt::trace::read_path(&path, format))
+        .map_err(|e| error(py, "TraceError", (e.to_string(),)))?;
+    sessions(py, &workload)
+}
+
+fn sessions<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for s in &w.sessions {
+        let d = PyDict::new(py);
+        d.set_item("arrival", s.arrival)?;
+        d.set_item("prompt", s.prompt)?;
+        d.set_item("output", s.output)?;
+        let runs: Vec<(u64, u64)> = s.runs.iter().map(|r| (r.id.0, r.len.0)).collect();
+        d.set_item("runs", runs)?;
+        d.set_item("id", s.name.as_deref())?;
+        for &(f, v) in &s.extra {
+            if let Some(name) = w.fields.get(f as usize) {
+                d.set_item(name, v)?;
+            }
+        }
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<Spec>()?;
+    m.add_function(wrap_pyfunction!(compile_source, m)?)?;
+    m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(read_trace, m)?)?;
+    Ok(())
+}

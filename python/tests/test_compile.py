@@ -1,0 +1,126 @@
+"""poolc.compile and Spec against the command line: every tests/ui case raises a
+CompileError whose text is what ``poolc check`` prints for it, with its diagnostics
+as data; a clean spec's names, IR and values are the CLI's."""
+
+import pathlib
+
+import pytest
+
+import poolc
+
+UI = sorted(pathlib.Path(__file__).resolve().parents[2].joinpath("tests", "ui").glob("*.pool"))
+
+
+def case_set(pool):
+    """The ``--set`` pairs of a case's ``.args`` file (the only flag cases use)."""
+    args_file = pool.with_suffix(".args")
+    if not args_file.exists():
+        return [], {}
+    words = args_file.read_text().split()
+    pairs = {}
+    for flag, value in zip(words[::2], words[1::2]):
+        assert flag == "--set", f"{args_file}: only --set is used by ui cases"
+        name, number = value.split("=", 1)
+        pairs[name] = float(number)
+    return words, pairs
+
+
+def test_there_are_ui_cases():
+    assert len(UI) > 40
+
+
+@pytest.mark.parametrize("pool", UI, ids=lambda p: p.stem)
+def test_compile_error_text_is_what_poolc_check_prints(pool, cli):
+    relative = pool.relative_to(pool.parents[2])
+    words, pairs = case_set(pool)
+    out = cli("check", relative, *words)
+    assert out.returncode == 1, out.stderr
+    # The CLI ends with its count line; the diagnostics before it are the text.
+    rendered, summary = out.stderr.rstrip("\n").rsplit("\n", 1)
+    assert summary.startswith("poolc: "), summary
+    with pytest.raises(poolc.CompileError) as info:
+        poolc.compile(str(relative), set=pairs)
+    assert str(info.value) == rendered + "\n"
+    diags = info.value.diagnostics
+    assert diags, "a CompileError lists its diagnostics"
+    for d in diags:
+        assert set(d) == {"code", "message", "file", "line", "column", "span"}
+        assert d["file"] == str(relative)
+        assert f"error[{d['code']}]: {d['message']}" in rendered
+        if d["span"] is not None:
+            # The rendered text points at the same place: `file:line:column`.
+            assert f"{relative}:{d['line']}:{d['column']}" in rendered
+            start, end = d["span"]
+            assert 0 <= start <= end <= len(pool.read_bytes())
+
+
+def test_source_text_is_named_source():
+    with pytest.raises(poolc.CompileError) as info:
+        poolc.compile("pool kv { cap 1; block 1; queue by (nosuch); }")
+    assert info.value.diagnostics[0]["file"] == "<source>"
+    assert "<source>:1:" in str(info.value)
+
+
+def test_names_of_a_spec_in_declaration_order():
+    spec = poolc.compile("examples/tiered.pool")
+    assert spec.name == "examples/tiered.pool"
+    # examples/tiered.pool declares `pool host` (line 35) before `pool kv` (line 41),
+    # and the stages `engine` then `pcie`.
+    assert spec.pools == ["host", "kv"]
+    assert spec.stages == ["engine", "pcie"]
+    assert spec.attrs[:2] == ["serial", "arrival"]
+
+
+def test_ir_is_what_poolc_ir_prints(cli):
+    for example in ("examples/vllm.pool", "examples/ascend.pool", "examples/tiered.pool"):
+        out = cli("ir", example)
+        assert out.returncode == 0, out.stderr
+        assert poolc.compile(example).ir() == out.stdout
+
+
+def test_set_overrides_a_param_as_the_cli_does(cli):
+    out = cli("ir", "examples/vllm.pool", "--set", "blocks=100")
+    assert poolc.compile("examples/vllm.pool", set={"blocks": 100}).ir() == out.stdout
+    assert poolc.compile("examples/vllm.pool").ir() != out.stdout
+
+
+@pytest.mark.parametrize(
+    "example,pool,site,inputs,first",
+    [
+        # ascend's lane: immediate → 0; a long prompt that waited 3 or more → 1.
+        ("examples/ascend.pool", "kv", "queue", {"immediate": 1, "waited": 4, "serial": 7, "prompt": 100}, 0.0),
+        ("examples/ascend.pool", "kv", "queue", {"immediate": 0, "waited": 3.5, "serial": 3, "prompt": 500}, 1.0),
+        # tiered's spill predicate is `size >= 64`.
+        ("examples/tiered.pool", "kv", "pred", {"size": 128}, 1.0),
+        ("examples/tiered.pool", "kv", "pred", {"size": 16}, 0.0),
+        ("examples/tiered.pool", "kv", "work", {"units": 16}, None),
+        ("examples/vllm.pool", "engine", "time", {"tokens": 300}, None),
+    ],
+)
+def test_eval_is_what_poolc_eval_prints(cli, example, pool, site, inputs, first):
+    args = [f"{k}={v}" for k, v in inputs.items()]
+    out = cli("eval", example, "--pool", pool, "--site", site, *args)
+    assert out.returncode == 0, out.stderr
+    want = [float(x) for x in out.stdout.split()]
+    spec = poolc.compile(example)
+    assert spec.eval(pool, site, **inputs) == want
+    assert want, "the site has values"
+    if first is not None:
+        assert want[0] == first
+    assert spec.eval(pool, site, interp=True, **inputs) == want
+
+
+def test_eval_misuse_raises_eval_error():
+    spec = poolc.compile("examples/vllm.pool")
+    with pytest.raises(poolc.EvalError):
+        spec.eval("nosuch", "queue")
+    with pytest.raises(poolc.EvalError):
+        spec.eval("kv", "nosite")
+
+
+def test_build_writes_a_library_the_cli_can_run(cli, tmp_path):
+    spec = poolc.compile("examples/vllm.pool")
+    lib, header = spec.build(tmp_path / "libvllm.so")
+    assert pathlib.Path(lib).is_file() and pathlib.Path(header).is_file()
+    out = cli("run", "examples/vllm.pool", "--synthetic", "200", "--policy", lib, "--json")
+    assert out.returncode == 0, out.stderr

@@ -1,0 +1,118 @@
+//! `poolc run` as a library, shared by the CLI and the Python package so that both
+//! give the same report for the same inputs: where the workload comes from (a trace
+//! file, a seeded synthetic workload, sessions a caller built), the replay of a
+//! compiled spec through the reference host, and the report as the JSON object
+//! `poolc run --json` prints. It owns the bundled defaults; it never prints, and it
+//! reads no clock (the caller measures wall time and hands it in).
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use poolrt::host::{Host, HostError, Report, RunOptions};
+use poolrt::trace::{self, Format, TraceError, Workload};
+
+use crate::Compiled;
+use crate::bridge::BridgeError;
+
+/// The spec of `poolc run` with no arguments.
+pub const DEFAULT_SPEC: &str = "examples/vllm.pool";
+/// The trace of `poolc run` with no arguments.
+pub const DEFAULT_TRACE: &str = "examples/traces/mooncake_conversation_trace.jsonl";
+
+/// A bundled default, found from the current directory or else from the source tree
+/// this crate was built from (so it works from anywhere in a checkout).
+pub fn bundled(relative: &str) -> PathBuf {
+    let here = PathBuf::from(relative);
+    if here.exists() {
+        return here;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// Where a replay's sessions come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// A trace file; the format is detected unless given (docs/TRACES.md).
+    Trace {
+        path: PathBuf,
+        format: Option<Format>,
+    },
+    /// `n` seeded synthetic sessions.
+    Synthetic { n: usize, seed: u64 },
+    /// The bundled Mooncake conversation trace.
+    Default,
+}
+
+impl Source {
+    /// Reads (or generates) the workload.
+    pub fn workload(&self) -> Result<Workload, TraceError> {
+        match self {
+            Source::Trace { path, format } => trace::read_path(path, *format),
+            Source::Synthetic { n, seed } => Ok(trace::synthetic(*n, *seed)),
+            Source::Default => trace::read_path(&bundled(DEFAULT_TRACE), None),
+        }
+    }
+}
+
+/// Why a replay did not produce a report.
+#[derive(Debug)]
+pub enum RunError {
+    /// The compiled spec could not become a host configuration.
+    Bridge(BridgeError),
+    /// The host refused the configuration or failed during the replay.
+    Host(HostError),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Bridge(e) => write!(f, "{e}"),
+            RunError::Host(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Bridge(e) => Some(e),
+            RunError::Host(e) => Some(e),
+        }
+    }
+}
+
+/// Replays `workload` through the reference host with the compiled spec's policies;
+/// the log (if any) and the progress callback as [`RunOptions`] describes them.
+pub fn replay<'a>(
+    compiled: &Compiled,
+    workload: &Workload,
+    log: Option<&'a mut dyn Write>,
+    progress: Option<&'a mut dyn FnMut(u64, u64)>,
+) -> Result<Report, RunError> {
+    let config =
+        crate::bridge::host_config(compiled.program(), compiled.pools(), compiled.stages())
+            .map_err(RunError::Bridge)?;
+    let host = Host::new(config, workload).map_err(RunError::Host)?;
+    host.run(RunOptions {
+        log,
+        progress,
+        ..RunOptions::default()
+    })
+    .map_err(RunError::Host)
+}
+
+/// The report as the JSON object `poolc run --json` prints: the report's fields, then
+/// `spec` (how the spec was named) and `wall_seconds`.
+pub fn report_json(
+    report: &Report,
+    spec: &str,
+    wall_seconds: f64,
+) -> Result<serde_json::Value, serde_json::Error> {
+    let mut value = serde_json::to_value(report)?;
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("spec".into(), spec.into());
+        obj.insert("wall_seconds".into(), wall_seconds.into());
+    }
+    Ok(value)
+}
