@@ -7,12 +7,16 @@ import json
 import os
 
 from . import _native
-from .errors import BuildError, CompileError, EvalError, PoolcError, RunError, TraceError
+from .errors import BuildError, CompileError, EvalError, PoolcError, PoolError, RunError, TraceError
+
+Pool = _native.Pool
 
 __all__ = [
     "BuildError",
     "CompileError",
     "EvalError",
+    "Pool",
+    "PoolError",
     "PoolcError",
     "RunError",
     "Spec",
@@ -60,6 +64,15 @@ class Spec:
         ``**{"free(kv)": 3}``."""
         values = [(k, float(v)) for k, v in inputs.items()]
         return self._native.eval(pool, site, values, interp)
+
+    def pool(self, name, member=0, attrs=None):
+        """A live ``poolc.Pool``: member ``member`` of pool ``name`` with the spec's
+        compiled policies, driven by the caller (docs/EMBEDDING.md, docs/PYTHON.md).
+        ``attrs`` gives a session's attribute values when it is enqueued: a dict
+        ``session -> {name: value}`` or a callable ``session -> dict``; a missing
+        attribute takes its default (``serial`` the session number, ``arrival`` the
+        enqueue time)."""
+        return self._native.pool(name, member, attrs)
 
     def build(self, path, *, target=None, header=None):
         """Writes a shared object of the spec's policies (as ``poolc build``) and its

@@ -30,3 +30,8 @@ class EvalError(PoolcError):
 
 class BuildError(PoolcError):
     """``Spec.build`` could not write or link the shared object."""
+
+
+class PoolError(PoolcError):
+    """A ``poolc.Pool`` refused an operation (unknown session, time going backwards,
+    a grow of a non-holder, ...); the message is the engine's."""

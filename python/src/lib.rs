@@ -7,6 +7,8 @@
 //! error becomes one of the exceptions of `poolc.errors`), and it releases the GIL
 //! while a replay runs.
 
+mod pool;
+
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
@@ -25,7 +27,7 @@ use pyo3::types::{PyDict, PyList};
 
 /// Raises `poolc.errors.<class>(args…)`: the exception classes are Python's, so that
 /// they carry the attributes the API documents.
-fn error<'py, A: PyCallArgs<'py>>(py: Python<'py>, class: &str, args: A) -> PyErr {
+pub(crate) fn error<'py, A: PyCallArgs<'py>>(py: Python<'py>, class: &str, args: A) -> PyErr {
     let made = py
         .import("poolc.errors")
         .and_then(|m| m.getattr(class))
@@ -133,6 +135,37 @@ impl Spec {
         let site = Site::from_name(site).map_err(|e| error(py, "EvalError", (e.to_string(),)))?;
         eval::eval_site(&self.compiled, pool, site, &inputs, backend)
             .map_err(|e| error(py, "EvalError", (e.to_string(),)))
+    }
+
+    /// A live engine pool for member `member` of pool declaration `pool`, with the
+    /// spec's compiled policies; `attrs` gives sessions' attribute values.
+    #[pyo3(signature = (pool, member=0, attrs=None))]
+    fn pool(
+        &self,
+        py: Python<'_>,
+        pool: &str,
+        member: u32,
+        attrs: Option<Py<PyAny>>,
+    ) -> PyResult<pool::Pool> {
+        let program = self.compiled.program();
+        let id = program.find_pool(pool).ok_or_else(|| {
+            error(
+                py,
+                "PoolError",
+                (format!("the spec has no pool named `{pool}`"),),
+            )
+        })?;
+        if member >= program.pool(id).count {
+            return Err(error(
+                py,
+                "PoolError",
+                (format!(
+                    "pool `{pool}` has {} members; there is no member {member}",
+                    program.pool(id).count
+                ),),
+            ));
+        }
+        pool::Pool::new(py, program, &self.compiled, id, member, attrs)
     }
 
     /// Builds a shared object as `poolc build` does; gives (library, header) paths.
@@ -330,6 +363,7 @@ fn sessions<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyList>> 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Spec>()?;
+    m.add_class::<pool::Pool>()?;
     m.add_function(wrap_pyfunction!(compile_source, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;

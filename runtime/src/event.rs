@@ -61,6 +61,25 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// The event's name: the log's `ev` (docs/TRACES.md), and the Python package's.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Enqueue { .. } => "enqueue",
+            Event::Reject { .. } => "reject",
+            Event::Admit { .. } => "admit",
+            Event::Grow { .. } => "grow",
+            Event::GrowWait { .. } => "grow_wait",
+            Event::Preempt { .. } => "preempt",
+            Event::Evict { .. } => "evict",
+            Event::Release { .. } => "release",
+            Event::Spill { .. } => "spill",
+            Event::TierLoad { .. } => "tier_load",
+            Event::Store { .. } => "store",
+        }
+    }
+}
+
 /// One logged event with the pool's state right after it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {

@@ -151,7 +151,7 @@ impl<'a> EventLine<'a> {
             ..EventLine::default()
         };
         let (ev, session) = match e.kind {
-            PoolEventKind::Engine(event) => (name(event), line.fill_engine(event)),
+            PoolEventKind::Engine(event) => (event.name(), line.fill_engine(event)),
             PoolEventKind::Host(event) => line.fill_host(event),
         };
         line.ev = ev;
@@ -254,23 +254,6 @@ impl<'a> EventLine<'a> {
                 ("loaded", session)
             }
         }
-    }
-}
-
-/// An event's `ev` in the log.
-fn name(event: &Event) -> &'static str {
-    match event {
-        Event::Enqueue { .. } => "enqueue",
-        Event::Reject { .. } => "reject",
-        Event::Admit { .. } => "admit",
-        Event::Grow { .. } => "grow",
-        Event::GrowWait { .. } => "grow_wait",
-        Event::Preempt { .. } => "preempt",
-        Event::Evict { .. } => "evict",
-        Event::Release { .. } => "release",
-        Event::Spill { .. } => "spill",
-        Event::TierLoad { .. } => "tier_load",
-        Event::Store { .. } => "store",
     }
 }
 
