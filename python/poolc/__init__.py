@@ -104,14 +104,20 @@ def compile(source, *, set=None):
     return Spec(_native.compile_source(text, name, overrides))
 
 
-def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, progress=False):
+def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, progress=False, workload=None):
     """Replays a workload through ``spec`` and gives the report ``poolc run --json``
     prints, as a dict (the same keys and values). The workload is ``trace`` (a file;
     ``format`` is ``mooncake``, ``azure`` or ``jsonl``, detected when omitted), or
     ``synthetic`` seeded sessions, or else the bundled Mooncake trace. ``log`` is a
-    path for the JSON-lines log. The GIL is released while the replay runs."""
+    path for the JSON-lines log. ``workload`` replays rows instead: a list of dicts
+    shaped as ``read_trace`` gives them (or a pandas DataFrame of such columns), so a
+    notebook can filter or rescale a trace first. The GIL is released while the
+    replay runs."""
     if not isinstance(spec, Spec):
         spec = compile(spec)
+    if workload is not None and hasattr(workload, "to_dict"):
+        workload = workload.to_dict("records")
+    rows = None if workload is None else [dict(r) for r in workload]
     text = _native.run_json(
         spec._native,
         None if trace is None else os.fspath(trace),
@@ -120,11 +126,20 @@ def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, prog
         int(seed),
         None if log is None else os.fspath(log),
         bool(progress),
+        rows,
     )
     return json.loads(text)
 
 
-def read_trace(path, format=None):
+def read_trace(path, format=None, as_frame=False):
     """The sessions of a trace file as a list of dicts (``arrival``, ``prompt``,
-    ``output``, ``runs`` as ``(run_id, length)``, ``id``, and any extra fields)."""
-    return _native.read_trace(os.fspath(path), format)
+    ``output``, ``runs`` as ``(run_id, length)``, ``id``, and any extra fields), or
+    with ``as_frame=True`` a pandas DataFrame of the same columns."""
+    rows = _native.read_trace(os.fspath(path), format)
+    if not as_frame:
+        return rows
+    try:
+        import pandas
+    except ImportError as e:
+        raise ImportError("read_trace(..., as_frame=True) needs pandas: pip install pandas") from e
+    return pandas.DataFrame(rows)

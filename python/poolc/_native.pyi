@@ -25,6 +25,7 @@ def run_json(
     seed: int,
     log: Optional[str],
     progress: bool,
+    workload: Optional[list[dict]],
 ) -> str: ...
 def read_trace(path: str, format: Optional[str]) -> list[dict]: ...
 

@@ -266,7 +266,7 @@ fn source_of(
 /// Replays a workload through `spec` and gives the report as the JSON text `poolc run
 /// --json` prints (the Python layer parses it, so both give the same values).
 #[pyfunction]
-#[pyo3(signature = (spec, trace, format, synthetic, seed, log, progress))]
+#[pyo3(signature = (spec, trace, format, synthetic, seed, log, progress, workload))]
 #[allow(clippy::too_many_arguments)] // the Python signature, keyword for keyword
 fn run_json(
     py: Python<'_>,
@@ -277,12 +277,24 @@ fn run_json(
     seed: u64,
     log: Option<PathBuf>,
     progress: bool,
+    workload: Option<Bound<'_, PyList>>,
 ) -> PyResult<String> {
     let wall = Instant::now();
-    let source = source_of(py, trace, format, synthetic, seed)?;
-    let workload = source
-        .workload()
-        .map_err(|e| error(py, "TraceError", (e.to_string(),)))?;
+    let workload = match workload {
+        Some(rows) => {
+            if trace.is_some() || synthetic.is_some() {
+                return Err(error(
+                    py,
+                    "RunError",
+                    ("give workload rows, a trace or a synthetic workload, not two".to_string(),),
+                ));
+            }
+            workload_of(py, &rows)?
+        }
+        None => source_of(py, trace, format, synthetic, seed)?
+            .workload()
+            .map_err(|e| error(py, "TraceError", (e.to_string(),)))?,
+    };
     let mut log_file = match &log {
         None => None,
         Some(path) => Some(BufWriter::new(File::create(path).map_err(|e| {
@@ -338,6 +350,89 @@ fn read_trace<'py>(
         .allow_threads(|| poolrt::trace::read_path(&path, format))
         .map_err(|e| error(py, "TraceError", (e.to_string(),)))?;
     sessions(py, &workload)
+}
+
+/// The workload of rows shaped as `read_trace` gives them: `arrival`, `prompt`,
+/// `output`, optional `runs` and `id`, and any other numeric key as an extra field
+/// (a session attribute of that name). The host checks what a row must satisfy.
+fn workload_of(py: Python<'_>, rows: &Bound<'_, PyList>) -> PyResult<Workload> {
+    let bad =
+        |i: usize, what: String| error(py, "TraceError", (format!("workload row {i}: {what}"),));
+    let mut fields: Vec<String> = Vec::new();
+    let mut sessions = Vec::with_capacity(rows.len());
+    for (i, row) in rows.iter().enumerate() {
+        let row = row
+            .downcast::<PyDict>()
+            .map_err(|_| bad(i, "is not a dict".to_string()))?;
+        let get = |key: &str| -> PyResult<Bound<'_, PyAny>> {
+            row.get_item(key)?
+                .ok_or_else(|| bad(i, format!("has no `{key}`")))
+        };
+        let number = |key: &str| -> PyResult<f64> {
+            get(key)?
+                .extract::<f64>()
+                .map_err(|_| bad(i, format!("`{key}` is not a number")))
+        };
+        let whole = |key: &str| -> PyResult<u64> {
+            get(key)?
+                .extract::<u64>()
+                .map_err(|_| bad(i, format!("`{key}` is not a whole number >= 0")))
+        };
+        let runs: Vec<(u64, u64)> = match row.get_item("runs")? {
+            None => Vec::new(),
+            Some(r) if r.is_none() => Vec::new(),
+            Some(r) => r
+                .extract()
+                .map_err(|_| bad(i, "`runs` is not a list of (run_id, length)".to_string()))?,
+        };
+        let name: Option<String> = match row.get_item("id")? {
+            None => None,
+            Some(v) if v.is_none() => None,
+            Some(v) => Some(v.str()?.to_string()),
+        };
+        let mut extra = Vec::new();
+        for (k, v) in row.iter() {
+            let key: String = k.extract()?;
+            if matches!(
+                key.as_str(),
+                "arrival" | "prompt" | "output" | "runs" | "id"
+            ) {
+                continue;
+            }
+            let value: f64 = v
+                .extract()
+                .map_err(|_| bad(i, format!("`{key}` is not a number")))?;
+            let f = match fields.iter().position(|x| *x == key) {
+                Some(f) => f,
+                None => {
+                    fields.push(key);
+                    fields.len() - 1
+                }
+            };
+            extra.push((f as u32, value));
+        }
+        extra.sort_by_key(|&(f, _)| f);
+        sessions.push(poolrt::trace::SessionSpec {
+            arrival: number("arrival")?,
+            prompt: whole("prompt")?,
+            output: whole("output")?,
+            runs: runs
+                .into_iter()
+                .map(|(id, len)| poolrt::Run {
+                    id: poolrt::RunId(id),
+                    len: poolrt::Units(len),
+                })
+                .collect(),
+            extra,
+            name,
+            line: i as u64 + 1,
+        });
+    }
+    Ok(Workload {
+        source: "<workload rows>".to_string(),
+        fields,
+        sessions,
+    })
 }
 
 fn sessions<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyList>> {

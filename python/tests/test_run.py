@@ -106,3 +106,46 @@ def test_the_compare_policies_example_prints_one_column_per_spec(root):
     # The table's numbers are the reports' own.
     want = poolc.run(poolc.compile("examples/ascend.pool"), synthetic=400)["finished"]
     assert finished[2] == str(want)
+
+
+def test_workload_rows_from_read_trace_replay_as_the_trace_does():
+    spec = poolc.compile("examples/vllm.pool")
+    rows = poolc.read_trace(TRACES[0])
+    want = py_report(spec, trace=TRACES[0])
+    got = py_report(spec, workload=rows)
+    # The report names its source; everything the replay decided is the same.
+    assert got.pop("source") == "<workload rows>"
+    want.pop("source")
+    assert got == want
+
+
+def test_filtered_and_rescaled_rows_change_the_replay_as_expected():
+    spec = poolc.compile("examples/vllm.pool")
+    rows = poolc.read_trace(TRACES[0])[:500]
+    base = py_report(spec, workload=rows)
+    assert base["sessions"] == 500
+    # A thousand times slower arrivals: the replay lasts at least until the last one,
+    # and the cache no longer overflows as it did.
+    slower = [dict(r, arrival=r["arrival"] * 1000) for r in rows]
+    rescaled = py_report(spec, workload=slower)
+    assert rescaled["sessions"] == 500
+    assert rescaled["sim_seconds"] >= slower[-1]["arrival"] > base["sim_seconds"]
+    assert rescaled["ttft"]["p50"] < base["ttft"]["p50"]
+
+
+def test_bad_workload_rows_raise():
+    spec = poolc.compile("examples/vllm.pool")
+    with pytest.raises(poolc.TraceError, match="row 1: has no `prompt`"):
+        poolc.run(spec, workload=[{"arrival": 0, "prompt": 4, "output": 2}, {"arrival": 1, "output": 2}])
+    with pytest.raises(poolc.RunError, match="arrival"):
+        poolc.run(spec, workload=[{"arrival": 5, "prompt": 4, "output": 2}, {"arrival": 1, "prompt": 4, "output": 2}])
+    with pytest.raises(poolc.RunError, match="not two"):
+        poolc.run(spec, workload=[], synthetic=3)
+
+
+def test_as_frame_gives_a_dataframe_of_the_same_rows():
+    pandas = pytest.importorskip("pandas")
+    frame = poolc.read_trace(TRACES[1], as_frame=True)
+    rows = poolc.read_trace(TRACES[1])
+    assert isinstance(frame, pandas.DataFrame) and len(frame) == len(rows)
+    assert list(frame["prompt"]) == [r["prompt"] for r in rows]
