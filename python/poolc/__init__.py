@@ -104,15 +104,16 @@ def compile(source, *, set=None):
     return Spec(_native.compile_source(text, name, overrides))
 
 
-def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, progress=False, workload=None):
+def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, progress=False, workload=None, samples=False):
     """Replays a workload through ``spec`` and gives the report ``poolc run --json``
     prints, as a dict (the same keys and values). The workload is ``trace`` (a file;
     ``format`` is ``mooncake``, ``azure`` or ``jsonl``, detected when omitted), or
     ``synthetic`` seeded sessions, or else the bundled Mooncake trace. ``log`` is a
     path for the JSON-lines log. ``workload`` replays rows instead: a list of dicts
     shaped as ``read_trace`` gives them (or a pandas DataFrame of such columns), so a
-    notebook can filter or rescale a trace first. The GIL is released while the
-    replay runs."""
+    notebook can filter or rescale a trace first. ``samples=True`` adds the latency
+    samples (``report["samples"]``: ``ttft``, ``itl``, ``e2e`` lists of seconds), for
+    CDFs. The GIL is released while the replay runs."""
     if not isinstance(spec, Spec):
         spec = compile(spec)
     if workload is not None and hasattr(workload, "to_dict"):
@@ -127,6 +128,7 @@ def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, prog
         None if log is None else os.fspath(log),
         bool(progress),
         rows,
+        bool(samples),
     )
     return json.loads(text)
 

@@ -70,5 +70,6 @@ def run(
     log: Optional[_Path] = None,
     progress: bool = False,
     workload: Any = None,
+    samples: bool = False,
 ) -> dict[str, Any]: ...
 def read_trace(path: _Path, format: Optional[str] = None, as_frame: bool = False) -> Any: ...

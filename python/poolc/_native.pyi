@@ -26,6 +26,7 @@ def run_json(
     log: Optional[str],
     progress: bool,
     workload: Optional[list[dict]],
+    samples: bool,
 ) -> str: ...
 def read_trace(path: str, format: Optional[str]) -> list[dict]: ...
 

@@ -18,8 +18,9 @@ use poolc::aot::object::{Prefix, Target};
 use poolc::aot::{self, BuildOptions, Emit};
 use poolc::diag::{self, Diagnostic};
 use poolc::tools::eval::{self, Backend, Site};
-use poolc::tools::run::{self, Source};
+use poolc::tools::run::{self, Source, Watch};
 use poolc::{Compiled, Options};
+use poolrt::host::{Latency, Observer};
 use poolrt::trace::{Format, Workload};
 use pyo3::call::PyCallArgs;
 use pyo3::prelude::*;
@@ -73,6 +74,26 @@ fn line_column(source: &str, offset: usize) -> (usize, usize) {
     let start = before.rfind('\n').map_or(0, |i| i + 1);
     let column = before.get(start..).map_or(0, |s| s.chars().count()) + 1;
     (line, column)
+}
+
+/// The latency samples of a replay, in the order the host told them: the observer
+/// behind `poolc.run(..., samples=True)`.
+#[derive(Default)]
+struct Latencies {
+    ttft: Vec<f64>,
+    itl: Vec<f64>,
+    e2e: Vec<f64>,
+}
+
+impl Observer for Latencies {
+    fn latency(&mut self, latency: &Latency) -> std::io::Result<()> {
+        match *latency {
+            Latency::FirstToken { ttft, .. } => self.ttft.push(ttft),
+            Latency::Token { itl, .. } => self.itl.push(itl),
+            Latency::Finished { e2e, .. } => self.e2e.push(e2e),
+        }
+        Ok(())
+    }
 }
 
 /// A checked and compiled spec.
@@ -266,7 +287,7 @@ fn source_of(
 /// Replays a workload through `spec` and gives the report as the JSON text `poolc run
 /// --json` prints (the Python layer parses it, so both give the same values).
 #[pyfunction]
-#[pyo3(signature = (spec, trace, format, synthetic, seed, log, progress, workload))]
+#[pyo3(signature = (spec, trace, format, synthetic, seed, log, progress, workload, samples))]
 #[allow(clippy::too_many_arguments)] // the Python signature, keyword for keyword
 fn run_json(
     py: Python<'_>,
@@ -278,6 +299,7 @@ fn run_json(
     log: Option<PathBuf>,
     progress: bool,
     workload: Option<Bound<'_, PyList>>,
+    samples: bool,
 ) -> PyResult<String> {
     let wall = Instant::now();
     let workload = match workload {
@@ -319,19 +341,29 @@ fn run_json(
                 }
             }
         };
+        let mut kept = Latencies::default();
         let report = run::replay(
             compiled,
             &workload,
-            log_file.as_mut().map(|w| w as &mut dyn Write),
-            if progress { Some(&mut bar) } else { None },
+            Watch {
+                log: log_file.as_mut().map(|w| w as &mut dyn Write),
+                observer: if samples { Some(&mut kept) } else { None },
+                progress: if progress { Some(&mut bar) } else { None },
+            },
         )
         .map_err(|e| e.to_string())?;
         if let Some(w) = log_file.as_mut() {
             w.flush()
                 .map_err(|e| format!("cannot write the log: {e}"))?;
         }
-        let value = run::report_json(&report, &spec.name, wall.elapsed().as_secs_f64())
+        let mut value = run::report_json(&report, &spec.name, wall.elapsed().as_secs_f64())
             .map_err(|e| format!("cannot encode the report: {e}"))?;
+        if samples && let Some(obj) = value.as_object_mut() {
+            obj.insert(
+                "samples".into(),
+                serde_json::json!({"ttft": kept.ttft, "itl": kept.itl, "e2e": kept.e2e}),
+            );
+        }
         Ok::<String, String>(value.to_string())
     });
     result.map_err(|e| error(py, "RunError", (e,)))

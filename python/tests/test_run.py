@@ -88,11 +88,11 @@ def test_bad_input_raises_the_packages_exceptions(tmp_path):
     assert issubclass(poolc.CompileError, poolc.PoolcError)
 
 
-def test_the_compare_policies_example_prints_one_column_per_spec(root):
+def test_the_compare_policies_example_prints_one_column_per_spec(root, tmp_path):
     import subprocess
 
     out = subprocess.run(
-        [sys.executable, "examples/python/compare_policies.py", "--synthetic", "400"],
+        [sys.executable, "examples/python/compare_policies.py", "--synthetic", "400", "--plot", str(tmp_path / "cdf.png")],
         cwd=root,
         capture_output=True,
         text=True,
@@ -106,6 +106,12 @@ def test_the_compare_policies_example_prints_one_column_per_spec(root):
     # The table's numbers are the reports' own.
     want = poolc.run(poolc.compile("examples/ascend.pool"), synthetic=400)["finished"]
     assert finished[2] == str(want)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not (tmp_path / "cdf.png").exists()
+    else:
+        assert (tmp_path / "cdf.png").stat().st_size > 10_000
 
 
 def test_workload_rows_from_read_trace_replay_as_the_trace_does():
@@ -149,3 +155,24 @@ def test_as_frame_gives_a_dataframe_of_the_same_rows():
     rows = poolc.read_trace(TRACES[1])
     assert isinstance(frame, pandas.DataFrame) and len(frame) == len(rows)
     assert list(frame["prompt"]) == [r["prompt"] for r in rows]
+
+
+def nearest_rank(values, p):
+    """The p-th percentile by nearest rank, as docs/HOST.md defines the report's."""
+    ordered = sorted(values)
+    rank = max(1, -(-p * len(ordered) // 100))
+    return ordered[rank - 1]
+
+
+def test_samples_are_the_values_the_percentiles_come_from():
+    spec = poolc.compile("examples/vllm.pool")
+    plain = py_report(spec, synthetic=2000, seed=5)
+    report = py_report(spec, synthetic=2000, seed=5, samples=True)
+    samples = report.pop("samples")
+    assert report == plain
+    for name in ("ttft", "itl", "e2e"):
+        values, summary = samples[name], report[name]
+        assert len(values) == summary["count"] > 0
+        for p in (50, 90, 99):
+            assert nearest_rank(values, p) == summary[f"p{p}"], (name, p)
+        assert sum(sorted(values)) / len(values) == summary["mean"]

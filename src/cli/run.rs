@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use poolc::tools::run::{DEFAULT_SPEC, Source, bundled, replay, report_json};
+use poolc::tools::run::{DEFAULT_SPEC, Source, Watch, bundled, replay, report_json};
 use poolrt::trace::Format;
 
 use super::{SetArgs, fail, report};
@@ -114,8 +114,11 @@ pub fn run(args: RunArgs) -> ExitCode {
     let result = replay(
         &compiled,
         &workload,
-        log_file.as_mut().map(|w| w as &mut dyn Write),
-        Some(&mut progress),
+        Watch {
+            log: log_file.as_mut().map(|w| w as &mut dyn Write),
+            progress: Some(&mut progress),
+            ..Watch::default()
+        },
     );
     bar.finish();
     let report = match result {

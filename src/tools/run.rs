@@ -9,7 +9,7 @@ use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use poolrt::host::{Host, HostError, Report, RunOptions};
+use poolrt::host::{Host, HostError, Observer, Report, RunOptions};
 use poolrt::trace::{self, Format, TraceError, Workload};
 
 use crate::Compiled;
@@ -82,22 +82,28 @@ impl std::error::Error for RunError {
     }
 }
 
-/// Replays `workload` through the reference host with the compiled spec's policies;
-/// the log (if any) and the progress callback as [`RunOptions`] describes them.
-pub fn replay<'a>(
+/// What a replay writes and tells besides its report, as [`RunOptions`] describes it.
+#[derive(Default)]
+pub struct Watch<'a> {
+    pub log: Option<&'a mut dyn Write>,
+    pub observer: Option<&'a mut dyn Observer>,
+    pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+}
+
+/// Replays `workload` through the reference host with the compiled spec's policies.
+pub fn replay(
     compiled: &Compiled,
     workload: &Workload,
-    log: Option<&'a mut dyn Write>,
-    progress: Option<&'a mut dyn FnMut(u64, u64)>,
+    watch: Watch<'_>,
 ) -> Result<Report, RunError> {
     let config =
         crate::bridge::host_config(compiled.program(), compiled.pools(), compiled.stages())
             .map_err(RunError::Bridge)?;
     let host = Host::new(config, workload).map_err(RunError::Host)?;
     host.run(RunOptions {
-        log,
-        progress,
-        ..RunOptions::default()
+        log: watch.log,
+        observer: watch.observer,
+        progress: watch.progress,
     })
     .map_err(RunError::Host)
 }
