@@ -78,6 +78,40 @@ pub fn read_scenario(dir: &Path) -> Result<Scenario, OracleError> {
     })
 }
 
+/// One non-blank line of a JSON-lines file, with its 1-based number for errors.
+struct Line<'a> {
+    path: &'a Path,
+    number: usize,
+    text: &'a str,
+}
+
+impl Line<'_> {
+    /// A format error at this line.
+    fn err(&self, message: String) -> OracleError {
+        OracleError::Format {
+            path: self.path.to_path_buf(),
+            line: Some(self.number),
+            message,
+        }
+    }
+
+    fn json(&self) -> Result<Value, OracleError> {
+        serde_json::from_str(self.text).map_err(|e| self.err(format!("not JSON: {e}")))
+    }
+}
+
+/// The non-blank lines of `text`, read from `path`.
+fn lines<'a>(path: &'a Path, text: &'a str) -> impl Iterator<Item = Line<'a>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(move |(i, text)| Line {
+            path,
+            number: i + 1,
+            text,
+        })
+}
+
 const WORKLOAD_FIELDS: [&str; 6] = ["id", "arrival_step", "prompt", "output", "runs", "priority"];
 
 fn read_workload(path: &Path, s: &Settings) -> Result<Vec<Request>, OracleError> {
@@ -88,16 +122,9 @@ fn read_workload(path: &Path, s: &Settings) -> Result<Vec<Request>, OracleError>
     // everywhere, since the pool keys blocks by (run, offset).
     let mut chain: HashMap<u64, (u64, u64, Option<u64>)> = HashMap::new();
     let mut last_arrival = 0;
-    for (i, line) in text.lines().enumerate() {
-        let err = |message: String| OracleError::Format {
-            path: path.to_path_buf(),
-            line: Some(i + 1),
-            message,
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Value = serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
+    for line in lines(path, &text) {
+        let err = |message: String| line.err(message);
+        let v = line.json()?;
         let obj = v
             .as_object()
             .ok_or_else(|| err("not a JSON object".to_string()))?;
@@ -195,19 +222,12 @@ fn read_steps(path: &Path) -> Result<Recorded, OracleError> {
     let text = read(path)?;
     let mut steps = Vec::new();
     let mut summary = None;
-    for (i, line) in text.lines().enumerate() {
-        let err = |message: String| OracleError::Format {
-            path: path.to_path_buf(),
-            line: Some(i + 1),
-            message,
-        };
-        if line.trim().is_empty() {
-            continue;
-        }
+    for line in lines(path, &text) {
+        let err = |message: String| line.err(message);
         if summary.is_some() {
             return Err(err("a line after the summary line".to_string()));
         }
-        let v: Value = serde_json::from_str(line).map_err(|e| err(format!("not JSON: {e}")))?;
+        let v = line.json()?;
         if v.get("summary").is_some() {
             summary = Some(v);
             continue;
@@ -220,7 +240,7 @@ fn read_steps(path: &Path) -> Result<Recorded, OracleError> {
                 steps.len()
             )));
         }
-        steps.push((line.to_string(), step));
+        steps.push((line.text.to_string(), step));
     }
     Ok((steps, summary))
 }
