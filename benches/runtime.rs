@@ -86,7 +86,12 @@ impl NaiveMember {
                 block: c.block.0,
                 queue: keyed(c.queue),
                 evict,
-                lifo: c.preempt == Preempt::Lifo,
+                lifo: matches!(c.preempt, Preempt::Lifo),
+                preempt_by: match c.preempt {
+                    Preempt::By { keys, layout } => Some(NaiveKeys::compiled(keys, layout)),
+                    Preempt::None | Preempt::Lifo => None,
+                },
+                requeue_keyed: c.requeue == poolrt::Requeue::Keyed,
                 spill: c.spill.map(NaiveSpill::compiled),
             }),
             counts: Counts::default(),

@@ -12,8 +12,8 @@ use poolrt::host::{
 };
 use poolrt::policy::{PoolPolicy, StagePolicy};
 use poolrt::{
-    EvictPolicy, Limit, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, SpillPolicy,
-    StageRef, Units,
+    EvictPolicy, Limit, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, Requeue,
+    SpillPolicy, StageRef, Units,
 };
 
 use crate::ir::{self, JoinRule, Member, PoolId, Program, QueryTarget, StageId, Var};
@@ -105,6 +105,15 @@ fn member_config(
         },
         (ir::Evict::By(_), None) => return Err(mismatch("evict keys")),
     };
+    let preempt = match (&pool.preempt, &policy.preempt) {
+        (ir::PreemptMode::None, _) => Preempt::None,
+        (ir::PreemptMode::Lifo, _) => Preempt::Lifo,
+        (ir::PreemptMode::By(_), Some(keys)) => Preempt::By {
+            keys: keys.clone(),
+            layout: layout(&pool.resident_layout, false, member),
+        },
+        (ir::PreemptMode::By(_), None) => return Err(mismatch("preempt keys")),
+    };
     let spill = match (&pool.spill, &policy.spill) {
         (None, _) => None,
         (Some(s), Some(fns)) => Some(SpillPolicy {
@@ -126,9 +135,10 @@ fn member_config(
         cap: limit(pool.cap),
         block: Units(pool.block_units()),
         evict,
-        preempt: match pool.preempt {
-            ir::PreemptMode::None => Preempt::None,
-            ir::PreemptMode::Lifo => Preempt::Lifo,
+        preempt,
+        requeue: match pool.requeue {
+            ir::Requeue::Head => Requeue::Head,
+            ir::Requeue::Keyed => Requeue::Keyed,
         },
         queue,
         queue_index: QueueIndex::Auto,
@@ -160,6 +170,7 @@ fn input(i: ir::Input, entry: bool, member: u32) -> poolrt::Input {
             Var::Last => R::Last,
             Var::Waiting => R::Waiting,
             Var::Now => R::Now,
+            Var::Admitted => R::Admitted,
             // sema stores `waited` and `age` as differences, and the stage variables
             // appear only in stage `time` layouts, never in a pool's.
             Var::Waited | Var::Age | Var::Tokens | Var::Prefill | Var::Decode | Var::Residents => {

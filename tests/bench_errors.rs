@@ -58,6 +58,7 @@ fn a_policy_set_without_the_irs_keys_is_a_bridge_error_it_carries() {
     let empty = PoolPolicy {
         queue: None,
         evict: None,
+        preempt: None,
         spill: None,
     };
     let e = bench::pool_config(&c, pool, &empty).expect_err("queue keys are missing");

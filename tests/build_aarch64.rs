@@ -24,7 +24,7 @@ use build_support::{
 };
 use poolc::aot::object::{Arch, Prefix, Target};
 use poolc::aot::{self, Emit};
-use poolc::ir::{Evict, Program, QueuePolicy};
+use poolc::ir::{Evict, PreemptMode, Program, QueuePolicy};
 
 /// Slots of every input row and ctx of the harness: at least any layout's width, so
 /// one table serves every function (a function reads only its layout's slots).
@@ -55,6 +55,10 @@ fn functions(program: &Program, prefix: &Prefix) -> Vec<(String, Kind)> {
                 Evict::By(keys) => Some(("evict", keys.len())),
                 Evict::Lru => None,
             },
+            match &pool.preempt {
+                PreemptMode::By(keys) => Some(("preempt", keys.len())),
+                PreemptMode::None | PreemptMode::Lifo => None,
+            },
         ];
         for (site, n) in lists.into_iter().flatten() {
             for i in 0..n {
@@ -68,7 +72,11 @@ fn functions(program: &Program, prefix: &Prefix) -> Vec<(String, Kind)> {
                 out.push((prefix.symbol(&format!("{sym}_spill_{f}")), Kind::Key));
             }
         }
-        for l in [&pool.queue_layout, &pool.entry_layout] {
+        for l in [
+            &pool.queue_layout,
+            &pool.entry_layout,
+            &pool.resident_layout,
+        ] {
             assert!(l.row.len() <= W && l.ctx.len() <= W, "layout wider than W");
         }
     }

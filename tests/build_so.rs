@@ -20,7 +20,7 @@ use poolc::Compiled;
 use poolc::aot::load::{self, LoadError};
 use poolc::aot::object::Prefix;
 use poolc::aot::{self, Emit, manifest};
-use poolc::ir::{Evict, Program, QueuePolicy};
+use poolc::ir::{Evict, PreemptMode, Program, QueuePolicy};
 use poolrt::policy::KeyList;
 use proptest::test_runner::TestRunner;
 
@@ -103,6 +103,13 @@ fn check_program(name: &str, program: &Program, so: &Compiled, jit: &Compiled, s
             }
             (None, None, Evict::Lru) => {}
             _ => panic!("{what}: evict functions differ"),
+        }
+        match (&s.preempt, &j.preempt, &pool.preempt) {
+            (Some(s), Some(j), PreemptMode::By(_)) => {
+                check_list(&format!("{what} preempt"), s, j, &mut runner)
+            }
+            (None, None, PreemptMode::None | PreemptMode::Lifo) => {}
+            _ => panic!("{what}: preempt functions differ"),
         }
         match (&s.spill, &j.spill) {
             (Some(s), Some(j)) => {
@@ -320,7 +327,7 @@ fn manifest_gives_format_pools_layouts_keys_and_read_sets() {
     let m = manifest::parse(&text).expect("the manifest is JSON");
     let s = |v: &str| manifest::Json::String(v.into());
     let n = |v: &str| manifest::Json::Number(v.into());
-    assert_eq!(m.get("format"), Some(&n("1")));
+    assert_eq!(m.get("format"), Some(&n("2")));
     let manifest::Json::Array(pools) = m.get("pools").expect("pools") else {
         panic!("pools is an array")
     };
@@ -353,6 +360,53 @@ fn manifest_gives_format_pools_layouts_keys_and_read_sets() {
         spill.get("tier").and_then(|t| t.get("pool")),
         Some(&s("host"))
     );
+    let preempt = kv.get("preempt").expect("preempt");
+    assert_eq!(preempt.get("policy"), Some(&s("lifo")));
+    assert_eq!(preempt.get("keys"), Some(&manifest::Json::Array(vec![])));
+    assert_eq!(kv.get("requeue"), Some(&s("head")));
+}
+
+/// R18, R19 in the manifest: a `preempt by` key list with its symbols, reads and
+/// layout, and `requeue keyed`.
+#[test]
+fn manifest_carries_preempt_keys_and_requeue() {
+    let dir = TempDir::new("so-preempt");
+    let (path, text) = examples()
+        .into_iter()
+        .find(|(p, _)| p.ends_with("vllm_priority.pool"))
+        .expect("examples/vllm_priority.pool");
+    let program = example_program(&path, &text);
+    let so_path = build_so(&program, &dir, "libprio.so");
+    // SAFETY: a library poolc just built.
+    let text = unsafe { load::read_manifest(&so_path, &Prefix::default()) }.expect("reads");
+    let m = manifest::parse(&text).expect("the manifest is JSON");
+    let s = |v: &str| manifest::Json::String(v.into());
+    let manifest::Json::Array(pools) = m.get("pools").expect("pools") else {
+        panic!("pools is an array")
+    };
+    let kv = &pools[0];
+    let preempt = kv.get("preempt").expect("preempt");
+    assert_eq!(preempt.get("policy"), Some(&s("by")));
+    assert_eq!(preempt.get("cmp"), Some(&s("poolc_pool_kv_preempt_cmp")));
+    let manifest::Json::Array(keys) = preempt.get("keys").expect("keys") else {
+        panic!("keys is an array")
+    };
+    let reads: Vec<_> = keys.iter().map(|k| k.get("reads").cloned()).collect();
+    assert_eq!(
+        reads,
+        vec![
+            Some(manifest::Json::Array(vec![s("priority")])),
+            Some(manifest::Json::Array(vec![s("serial")]))
+        ]
+    );
+    assert_eq!(keys[0].get("expr"), Some(&s("(neg r1)")));
+    assert_eq!(kv.get("requeue"), Some(&s("keyed")));
+    let layout = kv.get("resident_layout").expect("resident layout");
+    let manifest::Json::Array(row) = layout.get("row").expect("row") else {
+        panic!("row is an array")
+    };
+    let names: Vec<_> = row.iter().map(|x| x.get("name").cloned()).collect();
+    assert_eq!(names, vec![Some(s("serial")), Some(s("priority"))]);
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use cli_support::poolc;
-use poolc::tools::conform::{self, OracleError, Settings};
+use poolc::tools::conform::{self, OracleError, Policy, Settings};
 use serde_json::Value;
 
 fn root() -> &'static Path {
@@ -230,7 +230,11 @@ fn with_config(test: &str, key: &str, value: Value) -> PathBuf {
 fn unsupported_settings_are_refused_clearly() {
     let cases: [(&str, Value, &str); 5] = [
         ("watermark", 0.01.into(), "the pool has no watermark"),
-        ("policy", "priority".into(), "only FCFS is reproduced"),
+        (
+            "policy",
+            "lottery".into(),
+            "two policies, `fcfs` and `priority`",
+        ),
         ("async_scheduling", true.into(), "async scheduling"),
         ("num_spec_tokens", 3.into(), "speculative decoding"),
         ("scheduler_class", "AsyncScheduler".into(), "synchronous"),
@@ -260,6 +264,7 @@ fn settings_map_and_refuse_as_documented() {
     assert_eq!(
         s,
         Settings {
+            policy: Policy::Fcfs,
             block: 16,
             usable_blocks: 8191,
             seats: 32,

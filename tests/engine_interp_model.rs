@@ -1,6 +1,7 @@
 //! The engine against the naive reference model with keys the compiler makes: random
-//! specs (queue, eviction and spill keys drawn as random expressions over the names
-//! their site may read, random caps, block sizes, preemption and an optional tier
+//! specs (queue, eviction, preempt (R18) and spill keys drawn as random expressions
+//! over the names their site may read, random caps, block sizes, preemption with or
+//! without `requeue keyed` (R19), and an optional tier
 //! with its own random eviction) are compiled; the engine pool runs the JIT's key
 //! functions (through `bridge::pool_config`, as `poolc run` does), the naive model
 //! evaluates the same IR expressions with `poolc::interp`. The differential driver of
@@ -22,7 +23,7 @@ use std::rc::Rc;
 use naive::{NaiveConfig, NaiveKeys, NaiveSpill};
 use poolc::bridge::pool_config;
 use poolc::ir::{self, Expr};
-use poolrt::{EvictPolicy, Limit, Pool, PoolConfig, Preempt, QueuePolicy};
+use poolrt::{EvictPolicy, Limit, Pool, PoolConfig, Preempt, QueuePolicy, Requeue};
 use proptest::prelude::*;
 
 /// Names a queue key may read (S1), besides literals: the session's attributes, the
@@ -41,6 +42,21 @@ const QUEUE_NAMES: [&str; 14] = [
     "free(kv)",
     "queued(kv)",
     "cached(kv)",
+    "used(kv)",
+    "cap(kv)",
+];
+/// Names a preempt key may read (R18).
+const PREEMPT_NAMES: [&str; 12] = [
+    "priority",
+    "tenant",
+    "serial",
+    "arrival",
+    "units",
+    "computed",
+    "admitted",
+    "now",
+    "free(kv)",
+    "queued(kv)",
     "used(kv)",
     "cap(kv)",
 ];
@@ -118,7 +134,9 @@ struct Setup {
     queue: Option<String>,
     /// `by (…)`, or `None` for `lru`.
     evict: Option<String>,
-    lifo: bool,
+    /// `none`, `lifo` or `by (…)`.
+    preempt: String,
+    requeue: bool,
     /// (work, pred).
     spill: Option<(String, String)>,
     tier: Option<Tier>,
@@ -143,7 +161,14 @@ fn setup() -> impl Strategy<Value = Setup> {
                 scaled(block),
                 key_list(&QUEUE_NAMES),
                 key_list(&ENTRY_NAMES),
-                any::<bool>(),
+                (
+                    prop_oneof![
+                        Just("none".to_string()),
+                        Just("lifo".to_string()),
+                        key_list(&PREEMPT_NAMES).prop_map(|k| k.unwrap_or("lifo".into())),
+                    ],
+                    any::<bool>(),
+                ),
                 proptest::option::weighted(0.6, (work(), expr(&SPILL_NAMES))),
                 proptest::option::weighted(
                     0.7,
@@ -155,23 +180,26 @@ fn setup() -> impl Strategy<Value = Setup> {
                     ),
                 ),
             )
-                .prop_map(move |(cap, queue, evict, lifo, spill, tier)| Setup {
-                    block,
-                    scale,
-                    cap,
-                    queue,
-                    evict,
-                    lifo,
-                    tier: tier
-                        .filter(|_| spill.is_some())
-                        .map(|(cap, evict, immediate, stage)| Tier {
-                            cap,
-                            evict,
-                            immediate,
-                            stage,
-                        }),
-                    spill,
-                })
+                .prop_map(
+                    move |(cap, queue, evict, (preempt, requeue), spill, tier)| Setup {
+                        block,
+                        scale,
+                        cap,
+                        queue,
+                        evict,
+                        preempt,
+                        requeue,
+                        tier: tier.filter(|_| spill.is_some()).map(
+                            |(cap, evict, immediate, stage)| Tier {
+                                cap,
+                                evict,
+                                immediate,
+                                stage,
+                            },
+                        ),
+                        spill,
+                    },
+                )
         },
     )
 }
@@ -191,13 +219,14 @@ fn spec(s: &Setup) -> String {
         "session {{ priority = 0; tenant = 0; }}
          stage engine {{ step; budget 1000; seats 64; time (1); }}
          stage pcie {{ link; rate inf; }}
-         pool kv {{ cap {}; block {}; queue {}; evict {}; preempt {}; admit via engine; {spill} }}
+         pool kv {{ cap {}; block {}; queue {}; evict {}; preempt {};{} admit via engine; {spill} }}
          pool host {{ cap {}; block {}; evict {}; }}",
         cap(s.cap),
         s.block,
         s.queue.as_deref().unwrap_or("fifo"),
         s.evict.as_deref().unwrap_or("lru"),
-        if s.lifo { "lifo" } else { "none" },
+        s.preempt,
+        if s.requeue { " requeue keyed;" } else { "" },
         cap(tier.and_then(|t| t.cap)),
         s.block,
         tier.and_then(|t| t.evict.as_deref()).unwrap_or("lru"),
@@ -230,6 +259,10 @@ fn build(compiled: &poolc::Compiled, id: ir::PoolId) -> (Pool, naive::Naive) {
         (ir::Evict::By(keys), EvictPolicy::By { layout, .. }) => Some(interpreted(keys, layout)),
         _ => None,
     };
+    let preempt_by = match (&ir.preempt, &config.preempt) {
+        (ir::PreemptMode::By(keys), Preempt::By { layout, .. }) => Some(interpreted(keys, layout)),
+        _ => None,
+    };
     let spill = match (&ir.spill, &config.spill) {
         (Some(s), Some(sp)) => Some(NaiveSpill {
             fns: interpreted(&[s.pred.clone(), s.work.clone()], &sp.layout),
@@ -247,7 +280,9 @@ fn build(compiled: &poolc::Compiled, id: ir::PoolId) -> (Pool, naive::Naive) {
         block: config.block.0,
         queue,
         evict,
-        lifo: config.preempt == Preempt::Lifo,
+        lifo: matches!(config.preempt, Preempt::Lifo),
+        preempt_by,
+        requeue_keyed: config.requeue == Requeue::Keyed,
         spill,
     });
     let mut pool = Pool::new(config).expect("the runtime accepts the spec");

@@ -503,6 +503,21 @@ fn d5_pool_every_option() {
 }
 
 #[test]
+fn r18_r19_preempt_by_and_requeue_keyed_parse() {
+    let kinds = pool_options("pool kv { preempt by (-priority, -arrival); requeue keyed; }");
+    assert_eq!(
+        kinds,
+        [
+            PoolOptionKind::PreemptBy(vec![
+                un(UnaryOp::Neg, var("priority")),
+                un(UnaryOp::Neg, var("arrival"))
+            ]),
+            PoolOptionKind::RequeueKeyed,
+        ]
+    );
+}
+
+#[test]
 fn d5_option_and_declaration_spans() {
     let src = "pool kv {\n  cap 10;\n  spill host via pcie (units) when (size > 1);\n}";
     let spec = parse_ok(src);
@@ -692,7 +707,7 @@ fn parse_error_unknown_pool_option() {
     let d = only_diagnostic(src);
     assert_eq!(
         d.message,
-        "expected a pool option (`cap`, `block`, `evict`, `preempt`, `queue`, `admit`, `spill`) or `}`, found `capacity`"
+        "expected a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`) or `}`, found `capacity`"
     );
     assert_eq!(primary_text(src, &d), "capacity");
 }
@@ -772,7 +787,7 @@ fn parse_errors_name_what_was_expected() {
         ),
         (
             "pool p { preempt fifo; }",
-            "expected `none` or `lifo` after `preempt`, found `fifo`",
+            "expected `none`, `lifo` or `by` after `preempt`, found `fifo`",
             "fifo",
         ),
         (
@@ -1355,6 +1370,8 @@ fn pool_option() -> impl Strategy<Value = PoolOption> {
         keys().prop_map(K::EvictBy),
         Just(K::PreemptNone),
         Just(K::PreemptLifo),
+        keys().prop_map(K::PreemptBy),
+        Just(K::RequeueKeyed),
         Just(K::QueueFifo),
         keys().prop_map(K::QueueBy),
         ident().prop_map(K::AdmitVia),

@@ -205,8 +205,8 @@ int main(int argc, char **argv) {
   struct json m;
   jvalue(&m, 0);
   const struct json *format = jget(&m, "format");
-  if (!format || format->type != J_NUM || format->num != 1) die("manifest", "not format 1");
-  printf("manifest: format 1, %llu bytes, target %s\n", (unsigned long long)len,
+  if (!format || format->type != J_NUM || format->num != 2) die("manifest", "not format 2");
+  printf("manifest: format 2, %llu bytes, target %s\n", (unsigned long long)len,
          jstr(jget(&m, "target"), "target"));
 
   const struct json *pools = jget(&m, "pools"), *pool = NULL;

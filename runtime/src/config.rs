@@ -58,12 +58,16 @@ pub struct Query {
 pub enum Input {
     /// Session attribute by index (the index into [`crate::Env::attrs`]).
     Attr(u32),
-    /// Queue row: the header's `units`.
+    /// Queue row: the header's `units`; resident row: the units the hold has
+    /// allocated.
     Units,
     /// Queue row: the header's `reserve`.
     Reserve,
-    /// Queue row: what the hold would hit if admitted now (S2).
+    /// Queue row: what the hold would hit if admitted now (S2); resident row: the
+    /// hold's computed units (as the host last set them).
     Computed,
+    /// Resident row: when the hold was last admitted (R18).
+    Admitted,
     /// Queue row: the time the hold entered the queue (`waited` = now − enqueued).
     Enqueued,
     /// Entry row: the entry's cached units at this Evict moment.
@@ -76,7 +80,7 @@ pub enum Input {
     Now,
     /// Entry ctx: `units` of a spill `work`/`when` (the units the eviction writes).
     SpillUnits,
-    /// Queue ctx: a query.
+    /// Queue and resident ctx: a query.
     Query(Query),
 }
 
@@ -133,14 +137,28 @@ pub enum QueueIndex {
     Scan,
 }
 
-/// What a failed grow does (R13).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// What a failed grow does (R13, R18).
+#[derive(Clone, Debug, Default)]
 pub enum Preempt {
     /// The grower waits and its grow is retried at every settle, in failure order.
     #[default]
     None,
     /// Preempt the most recently admitted resident of the pool's step stage.
     Lifo,
+    /// Preempt the least resident by the keys (E5), ties to admission order (R18),
+    /// on the resident site's layout.
+    By { keys: KeyList, layout: Layout },
+}
+
+/// Where a preempted hold waits again (R8, R19).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Requeue {
+    /// On top of the preempted stack, ahead of every key (R8).
+    #[default]
+    Head,
+    /// In the queue by its keys like any waiting hold, ties by its first enqueue
+    /// (R19).
+    Keyed,
 }
 
 /// One pool member's configuration. `Default` is a pool with an unbounded cap, block
@@ -154,6 +172,7 @@ pub struct PoolConfig {
     pub block: Units,
     pub evict: EvictPolicy,
     pub preempt: Preempt,
+    pub requeue: Requeue,
     pub queue: QueuePolicy,
     pub queue_index: QueueIndex,
     pub spill: Option<SpillPolicy>,
@@ -167,6 +186,7 @@ impl Default for PoolConfig {
             block: Units(1),
             evict: EvictPolicy::Lru,
             preempt: Preempt::None,
+            requeue: Requeue::Head,
             queue: QueuePolicy::Fifo,
             queue_index: QueueIndex::Auto,
             spill: None,
@@ -174,11 +194,13 @@ impl Default for PoolConfig {
     }
 }
 
-/// The two sites whose rows the engine fills.
+/// The sites whose rows the engine fills.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Site {
     Queue,
     Entry,
+    /// `preempt by` keys: a row per candidate victim (R18).
+    Resident,
 }
 
 impl fmt::Display for Site {
@@ -186,6 +208,7 @@ impl fmt::Display for Site {
         f.write_str(match self {
             Site::Queue => "queue",
             Site::Entry => "entry",
+            Site::Resident => "resident",
         })
     }
 }
@@ -245,6 +268,8 @@ fn allowed(site: Site, ctx: bool, input: Input) -> bool {
         (Site::Queue, true) => matches!(input, Now | Query(_)),
         (Site::Entry, false) => matches!(input, Attr(_) | Size | Last | Waiting),
         (Site::Entry, true) => matches!(input, Now | SpillUnits),
+        (Site::Resident, false) => matches!(input, Attr(_) | Units | Computed | Admitted),
+        (Site::Resident, true) => matches!(input, Now | Query(_)),
     }
 }
 

@@ -245,6 +245,8 @@ pub struct PoolPolicy {
     pub queue: Option<KeyList>,
     /// `evict by` keys; `None` for `evict lru`.
     pub evict: Option<KeyList>,
+    /// `preempt by` keys (R18); `None` for `preempt none` and `preempt lifo`.
+    pub preempt: Option<KeyList>,
     pub spill: Option<SpillFns>,
 }
 

@@ -1,4 +1,5 @@
-//! The waiting holds of one pool member (R8): a slab of holds, their enqueue order,
+//! The waiting holds of one pool member (R8): a slab of holds, their enqueue order
+//! (a preempted hold under `requeue keyed` goes back to its first place in it, R19),
 //! the preempted stack ahead of them (the most recently preempted on top), and — for
 //! `queue by` keys that read only fixed inputs — an ordered index: an 8-ary heap on
 //! (keys in E5 order, enqueue order) whose keys were computed once, at enqueue or when
@@ -218,13 +219,25 @@ impl Queue {
     }
 
     fn store(&mut self, session: SessionId, header: Header, enqueued: f64) -> WaitSlot {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.store_at(session, header, enqueued, seq)
+    }
+
+    /// Stores a hold under a given place in the enqueue order.
+    fn store_at(
+        &mut self,
+        session: SessionId,
+        header: Header,
+        enqueued: f64,
+        seq: u64,
+    ) -> WaitSlot {
         let w = Waiting {
             session,
             header,
             enqueued,
-            seq: self.next_seq,
+            seq,
         };
-        self.next_seq += 1;
         self.len += 1;
         match self.free.pop() {
             Some(s) => {
@@ -265,6 +278,26 @@ impl Queue {
     ) -> WaitSlot {
         let slot = self.store(session, header, enqueued);
         self.preempted.push(slot);
+        slot
+    }
+
+    /// Puts a preempted hold back among the others under its first enqueue's place
+    /// `seq` (R19: ordered by its keys like any waiting hold, ties by that place).
+    /// For an indexed queue the caller must then give its keys with
+    /// [`Queue::set_keys`].
+    pub fn push_requeued(
+        &mut self,
+        session: SessionId,
+        header: Header,
+        enqueued: f64,
+        seq: u64,
+    ) -> WaitSlot {
+        let slot = self.store_at(session, header, enqueued, seq);
+        if self.index.is_none() {
+            // Enqueue order is seq order; preemption is rare, so an O(n) insert.
+            let at = self.fifo.partition_point(|&s| self.get_slot(s).seq < seq);
+            self.fifo.insert(at, slot);
+        }
         slot
     }
 

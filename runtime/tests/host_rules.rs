@@ -8,6 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
+mod common;
 mod host_support;
 
 use host_support::*;
@@ -199,6 +200,31 @@ fn r15_a_grower_can_be_its_own_victim() {
         "t=2.0 adm=[[1,resumed,8,1]] cont=[] dec=0 pre=[] fin=[1] tok=1 res=0 wait=0"
     );
     assert_eq!(r.finished, 2);
+}
+
+#[test]
+fn r18_a_victim_that_already_took_tokens_gives_them_back() {
+    // Cap 5 blocks of 4, `preempt by (-units, computed)`. t0: s0 and s1 take their
+    // 8-token prompts (2 blocks each). t1: s0 decodes first and grows into a 3rd
+    // block (units 9); s1's grow does not fit, and the least by -units is s0, which
+    // already took its decode: it is preempted and its token is not executed (tok 1,
+    // one decode: s1's), where lifo would have taken s1. s0 keeps its 2 computed
+    // blocks cached. t2: s1 decodes and finishes (3 outputs); s0 does not fit beside
+    // it (3 blocks). t3: s0 resumes, hitting its own 8 units.
+    let w = workload(vec![sess(0.0, 8, 3, &[]), sess(0.0, 8, 3, &[])]);
+    let mut c = vllm(5, 4, engine(100, 8, None));
+    c.pools[0].members[0].config.preempt = common::preempt_largest();
+    let (r, _, lines) = run(c, &w);
+    assert_eq!(
+        steps(&lines)[..4],
+        [
+            "t=0.0 adm=[[0,new,0,8],[1,new,0,8]] cont=[] dec=0 pre=[] fin=[] tok=16 res=2 wait=0",
+            "t=1.0 adm=[] cont=[] dec=1 pre=[0] fin=[] tok=1 res=1 wait=1",
+            "t=2.0 adm=[] cont=[] dec=1 pre=[] fin=[1] tok=1 res=0 wait=1",
+            "t=3.0 adm=[[0,resumed,8,1]] cont=[] dec=0 pre=[] fin=[] tok=1 res=1 wait=0",
+        ]
+    );
+    assert_eq!((r.preemptions, r.finished), (1, 2));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! The engine against the naive reference model (tests/naive), driven by the
 //! differential driver (tests/naive/driver.rs) over hand-written keys: fifo and keyed
-//! queues, lru and keyed eviction, `preempt none` and `lifo`, blocks of 1, 4 and 16
+//! queues, lru and keyed eviction, `preempt none`, `lifo` and `by` keys (R18) with
+//! or without `requeue keyed` (R19), blocks of 1, 4 and 16
 //! units, with or without a spill (source side), and for a spilling pool with or
 //! without a tier: a second pool (and a second model) that receives each spilled
 //! block by `accept_spill` and that later admissions hit (R12 tier hits), compared the
@@ -18,7 +19,7 @@ use common::*;
 use driver::{Driver, Parts, Seen, eq, op};
 use naive::{Naive, NaiveConfig, NaiveKeys, NaiveSpill};
 use poolrt::{
-    EvictPolicy, Limit, Pool, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, Units,
+    EvictPolicy, Limit, Pool, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, Requeue, Units,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -43,6 +44,15 @@ enum EvictKind {
     AllNan,
 }
 
+#[derive(Clone, Copy, Debug)]
+enum PreemptKind {
+    None,
+    Lifo,
+    Priority,
+    Largest,
+    FitsYoungest,
+}
+
 #[derive(Clone, Debug)]
 struct Setup {
     block: u64,
@@ -51,7 +61,9 @@ struct Setup {
     cap: Option<u64>,
     queue: QueueKind,
     evict: EvictKind,
-    lifo: bool,
+    preempt: PreemptKind,
+    /// `requeue keyed` (R19).
+    requeue: bool,
     /// Force the compiled scan even for fixed keys (else the index takes them).
     scan: bool,
     /// `None`: no spill; `Some(always)`: spill with `size >= 8` or an always-true
@@ -114,19 +126,29 @@ fn setup() -> impl Strategy<Value = Setup> {
             Just(EvictKind::Mru),
             Just(EvictKind::AllNan),
         ],
-        any::<bool>(),
+        (
+            prop_oneof![
+                2 => Just(PreemptKind::None),
+                2 => Just(PreemptKind::Lifo),
+                1 => Just(PreemptKind::Priority),
+                1 => Just(PreemptKind::Largest),
+                1 => Just(PreemptKind::FitsYoungest),
+            ],
+            any::<bool>(),
+        ),
         any::<bool>(),
         proptest::option::of(any::<bool>()),
         proptest::option::weighted(0.7, tier_setup()),
     )
         .prop_map(
-            |((block, scale), cap, queue, evict, lifo, scan, spill, tier)| Setup {
+            |((block, scale), cap, queue, evict, (preempt, requeue), scan, spill, tier)| Setup {
                 block,
                 scale,
                 cap: cap.map(|(blocks, rem)| blocks * block + rem % block),
                 queue,
                 evict,
-                lifo,
+                preempt,
+                requeue,
                 scan,
                 tier: tier
                     .filter(|_| spill.is_some())
@@ -167,6 +189,16 @@ fn evict_policy(k: EvictKind) -> EvictPolicy {
     }
 }
 
+fn preempt_policy(k: PreemptKind) -> Preempt {
+    match k {
+        PreemptKind::None => Preempt::None,
+        PreemptKind::Lifo => Preempt::Lifo,
+        PreemptKind::Priority => preempt_by_priority(),
+        PreemptKind::Largest => preempt_largest(),
+        PreemptKind::FitsYoungest => preempt_fits_youngest(ME),
+    }
+}
+
 fn naive_evict(evict: &EvictPolicy) -> Option<NaiveKeys> {
     match evict {
         EvictPolicy::Lru => None,
@@ -189,10 +221,11 @@ fn build(setup: &Setup) -> (Pool, Naive) {
             .map_or(Limit::Unbounded, |c| Limit::Finite(Units(c))),
         block: Units(setup.block),
         evict,
-        preempt: if setup.lifo {
-            Preempt::Lifo
+        preempt: preempt_policy(setup.preempt),
+        requeue: if setup.requeue {
+            Requeue::Keyed
         } else {
-            Preempt::None
+            Requeue::Head
         },
         queue,
         queue_index: if setup.scan {
@@ -210,7 +243,12 @@ fn build(setup: &Setup) -> (Pool, Naive) {
         block: setup.block,
         queue: naive_queue,
         evict: naive_evict,
-        lifo: setup.lifo,
+        lifo: matches!(setup.preempt, PreemptKind::Lifo),
+        preempt_by: match preempt_policy(setup.preempt) {
+            Preempt::By { keys, layout } => Some(NaiveKeys::compiled(keys, layout)),
+            Preempt::None | Preempt::Lifo => None,
+        },
+        requeue_keyed: setup.requeue,
         spill: setup.spill.map(|a| NaiveSpill::compiled(spill_policy(a))),
     });
     (pool, naive)
@@ -235,6 +273,8 @@ fn build_tier(block: u64, t: &TierSetup) -> (Pool, Naive) {
         queue: None,
         evict: naive_evict,
         lifo: false,
+        preempt_by: None,
+        requeue_keyed: false,
         spill: None,
     });
     (pool, naive)
@@ -320,17 +360,30 @@ proptest! {
 /// a differential test is only as good as the paths it drives.
 #[test]
 fn the_generator_reaches_every_event() {
+    const SEQUENCES: usize = 400;
     use proptest::strategy::ValueTree;
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let strategy = (setup(), proptest::collection::vec(op(), 1..200));
     let mut seen = Seen::default();
-    for _ in 0..300 {
+    // Preemptions by `preempt by` keys (R18), and preemptions re-queued by keys (R19).
+    let (mut by_keys, mut requeued) = (0, 0);
+    for _ in 0..SEQUENCES {
         let (setup, ops) = strategy
             .new_tree(&mut runner)
             .expect("strategies generate")
             .current();
-        seen.add(&run(setup, &ops).expect("engine and model agree").seen);
+        let keyed = !matches!(setup.preempt, PreemptKind::None | PreemptKind::Lifo);
+        let requeue = setup.requeue;
+        let d = run(setup, &ops).expect("engine and model agree");
+        let preempts = d.seen.kinds.get("preempt").copied().unwrap_or(0);
+        by_keys += if keyed { preempts } else { 0 };
+        requeued += if requeue { preempts } else { 0 };
+        seen.add(&d.seen);
     }
+    assert!(
+        by_keys >= 20 && requeued >= 20,
+        "only {by_keys} preemptions by keys and {requeued} re-queued by keys"
+    );
     for kind in [
         "enqueue",
         "reject",
@@ -351,7 +404,7 @@ fn the_generator_reaches_every_event() {
         let n = seen.kinds.get(kind).copied().unwrap_or(0);
         assert!(
             n >= 20,
-            "only {n} `{kind}` events in 300 sequences: {seen:?}"
+            "only {n} `{kind}` events in {SEQUENCES} sequences: {seen:?}"
         );
     }
     // Rarer paths, each of which must be reached: a write that stores nothing (a key

@@ -12,7 +12,7 @@ mod common;
 use common::*;
 use poolrt::{
     Admission, BlockKey, Enqueued, EntryId, Event, EvictPolicy, Grown, Limit, Notice, Pool,
-    PoolConfig, Preempt, QueueIndex, QueuePolicy, RunId, SessionId, Units,
+    PoolConfig, Preempt, QueueIndex, QueuePolicy, Requeue, RunId, SessionId, Units,
 };
 
 /// A pool, its host and the clock; every operation checks R1 and the invariants.
@@ -1342,6 +1342,173 @@ fn retry_grows_completes_waiting_grows_without_admitting() {
         }]
     );
     assert_eq!((w.units(), w.pool.queued()), ((3, 0), 1));
+}
+
+// ----- R18, R19 -------------------------------------------------------------------
+
+/// A world whose sessions' attribute 0 (priority) is given.
+fn with_priorities(config: PoolConfig, priorities: &[(u64, f64)]) -> World {
+    let mut w = World::with(config);
+    for &(id, p) in priorities {
+        w.env.set(id, &[p, id as f64]);
+    }
+    w
+}
+
+#[test]
+fn r18_preempt_by_takes_the_least_resident_by_its_keys() {
+    // cap 6, block 1, `preempt by (-priority, -admitted)` (vLLM's victim). A (prio 0),
+    // B (prio 2), C (prio 1) hold 2 each; A grows by 1: the least by -priority is B
+    // (-2), not C, the most recent (lifo's choice).
+    let mut w = with_priorities(
+        PoolConfig {
+            preempt: preempt_by_priority(),
+            ..capped(6)
+        },
+        &[(1, 0.0), (2, 2.0), (3, 1.0)],
+    );
+    for id in 1..=3 {
+        w.enqueue(id, hdr(2, &[(id, 2)]));
+    }
+    w.compute(2, 2);
+    w.events();
+    assert_eq!(w.grow(1, 1), Grown::Grown);
+    assert_eq!(
+        w.events(),
+        vec![
+            Event::Preempt {
+                session: s(2),
+                cached: Units(2)
+            },
+            // The cap is full of holds and B's cache: B's tail block makes the room.
+            Event::Evict {
+                entry: EntryId(0),
+                session: s(2),
+                key: key(2, 1),
+                units: Units(1)
+            },
+            Event::Grow {
+                session: s(1),
+                by: Units(1)
+            }
+        ]
+    );
+    assert!(w.pool.is_waiting(s(2)));
+    assert!(w.pool.hold(s(3)).is_some());
+}
+
+#[test]
+fn r18_ties_go_to_the_earliest_admitted_and_the_grower_is_a_candidate() {
+    // `preempt by (-units, computed)`: A, B, C hold 2 each with nothing computed, so
+    // every key ties; C grows by 1 and the victim is A, the earliest admitted — not
+    // C, the grower, nor B.
+    let mut w = World::with(PoolConfig {
+        preempt: preempt_largest(),
+        ..capped(6)
+    });
+    for id in 1..=3 {
+        w.enqueue(id, hdr(2, &[(id, 2)]));
+    }
+    assert_eq!(w.grow(3, 1), Grown::Grown);
+    assert_eq!(w.pool.notices(), &[Notice::Preempted { session: s(1) }]);
+    // Now C holds 3, the largest: when B grows past the cap, C is the victim.
+    assert_eq!(w.grow(2, 2), Grown::Grown);
+    assert_eq!(w.pool.notices(), &[Notice::Preempted { session: s(3) }]);
+}
+
+#[test]
+fn r18_the_grower_can_be_its_own_victim() {
+    // A (prio 0) and B (prio 5) hold 2 each in a cap of 4; B grows and is the least
+    // by -priority itself: it preempts itself, A is untouched.
+    let mut w = with_priorities(
+        PoolConfig {
+            preempt: preempt_by_priority(),
+            ..capped(4)
+        },
+        &[(1, 0.0), (2, 5.0)],
+    );
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.enqueue(2, hdr(2, &[(2, 2)]));
+    assert_eq!(w.grow(2, 1), Grown::SelfPreempted);
+    assert!(w.pool.is_waiting(s(2)));
+    assert!(w.pool.hold(s(1)).is_some());
+}
+
+#[test]
+fn r18_skips_holders_that_are_not_residents_and_waits_without_any() {
+    // B (prio 9) would be the victim but is not a resident: C (prio 1) is taken.
+    let mut w = with_priorities(
+        PoolConfig {
+            preempt: preempt_by_priority(),
+            ..capped(6)
+        },
+        &[(1, 0.0), (2, 9.0), (3, 1.0)],
+    );
+    for id in 1..=3 {
+        w.enqueue(id, hdr(2, &[(id, 2)]));
+    }
+    w.env.non_residents.insert(s(2));
+    assert_eq!(w.grow(1, 1), Grown::Grown);
+    assert_eq!(w.pool.notices(), &[Notice::Preempted { session: s(3) }]);
+    // With no resident at all, the grower waits (as `preempt none`).
+    w.env.non_residents.extend([s(1), s(2)]);
+    assert_eq!(w.grow(1, 3), Grown::Waiting);
+}
+
+#[test]
+fn r19_requeue_keyed_waits_by_the_queue_keys_not_at_the_head() {
+    // cap 4, `queue by (priority, serial)`, `preempt lifo`. B (prio 1) holds 3; W
+    // (prio 0) waits for 2. B grows past the cap and preempts itself. At the head
+    // (R8) B would be tried first and admitted (3 fits once B's blocks are back);
+    // with `requeue keyed` W (prio 0) is first.
+    for (requeue, first) in [(Requeue::Head, 2), (Requeue::Keyed, 4)] {
+        let mut w = with_priorities(
+            PoolConfig {
+                preempt: Preempt::Lifo,
+                requeue,
+                queue: queue_by_priority(),
+                ..capped(4)
+            },
+            &[(2, 1.0), (4, 0.0)],
+        );
+        w.enqueue(2, hdr(3, &[(2, 3)]));
+        w.enqueue(4, hdr(2, &[(4, 2)]));
+        assert!(w.pool.is_waiting(s(4)));
+        w.events();
+        assert_eq!(w.grow(2, 2), Grown::SelfPreempted);
+        w.settle();
+        assert_eq!(w.admits().first().map(|a| a.0), Some(first), "{requeue:?}");
+    }
+}
+
+#[test]
+fn r19_requeue_keyed_with_fifo_returns_to_the_first_enqueue_place() {
+    // cap 4, fifo, `preempt by (-priority, -admitted)`. X (prio 2, enqueued first)
+    // and B (prio 1) hold 2 each. B grows: X is the victim and waits. B grows again
+    // past the cap: B preempts itself. At the head, B (the most recent) goes first;
+    // keyed, X (enqueued before B) does, and B (3 units) no longer fits beside it.
+    for (requeue, admits) in [(Requeue::Head, vec![2]), (Requeue::Keyed, vec![1])] {
+        let mut w = with_priorities(
+            PoolConfig {
+                preempt: preempt_by_priority(),
+                requeue,
+                ..capped(4)
+            },
+            &[(1, 2.0), (2, 1.0)],
+        );
+        w.enqueue(1, hdr(2, &[(1, 2)]));
+        w.enqueue(2, hdr(2, &[(2, 2)]));
+        assert_eq!(w.grow(2, 1), Grown::Grown);
+        assert!(w.pool.is_waiting(s(1)));
+        assert_eq!(w.grow(2, 2), Grown::SelfPreempted);
+        w.events();
+        w.settle();
+        assert_eq!(
+            w.admits().iter().map(|a| a.0).collect::<Vec<_>>(),
+            admits,
+            "{requeue:?}"
+        );
+    }
 }
 
 // ----- errors, the log, configuration ----------------------------------------------

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::manifest::{self, FORMAT};
 use crate::aot::object::{Prefix, Target};
-use crate::ir::{Evict, Layout, Program, QueuePolicy, SiteExpr};
+use crate::ir::{Evict, Layout, PreemptMode, Program, QueuePolicy, SiteExpr};
 
 /// The header text for `program` built for `target` with `prefix`; `source` names
 /// the spec in the opening comment.
@@ -125,6 +125,20 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
         if let Some(keys) = evict {
             let site = format!("{sym}_evict");
             key_list(&mut h, program, prefix, &site, keys, &pool.entry_layout);
+        }
+        if let PreemptMode::By(keys) = &pool.preempt {
+            let site = format!("{sym}_preempt");
+            let l = &pool.resident_layout;
+            layout(
+                &mut h,
+                program,
+                prefix,
+                &format!("{sym}_resident"),
+                "resident",
+                l,
+                true,
+            );
+            key_list(&mut h, program, prefix, &site, keys, l);
         }
         if let Some(spill) = &pool.spill {
             for (what, site) in [("pred", &spill.pred), ("work", &spill.work)] {

@@ -142,6 +142,7 @@ pub unsafe fn load_with_prefix(
             Ok((
                 p.queue.as_ref().map(|l| loader.list(l)).transpose()?,
                 p.evict.as_ref().map(|l| loader.list(l)).transpose()?,
+                p.preempt.as_ref().map(|l| loader.list(l)).transpose()?,
                 match &p.spill {
                     None => None,
                     Some(s) => Some((
@@ -168,9 +169,10 @@ pub unsafe fn load_with_prefix(
     };
     let pools = pools
         .into_iter()
-        .map(|(queue, evict, spill)| PoolPolicy {
+        .map(|(queue, evict, preempt, spill)| PoolPolicy {
             queue: queue.map(key_list),
             evict: evict.map(key_list),
+            preempt: preempt.map(key_list),
             spill: spill.map(|(pred, work, shape)| {
                 // SAFETY: as for key lists, on the entry layout of `shape` slots.
                 unsafe { SpillFns::new(pred, work, shape, code.clone()) }

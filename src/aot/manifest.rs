@@ -21,13 +21,13 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use crate::aot::object::{Prefix, Target};
 use crate::ir::{
     self, Evict, Expr, Input, JoinRule, Layout, Limit, Member, PreemptMode, Program, QueryTarget,
-    QueuePolicy, ReadSet, SiteExpr, Slot, StageKind,
+    QueuePolicy, ReadSet, Requeue, SiteExpr, Slot, StageKind,
 };
 
 /// The version of the manifest layout; a loader refuses any other. Bump it when a
 /// field changes meaning or disappears (adding fields is also a bump: loaders
 /// compare manifests whole).
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// The manifest of `program` as built for `target` with `prefix`: JSON, one field
 /// per line, deterministic (the same program always gives the same bytes).
@@ -185,11 +185,6 @@ impl Writer<'_> {
         self.line(3, &format!("\"cap\": {},", limit(pool.cap)));
         let block = pool.block.map_or("null".to_string(), |b| b.to_string());
         self.line(3, &format!("\"block\": {block},"));
-        let preempt = match pool.preempt {
-            PreemptMode::None => "none",
-            PreemptMode::Lifo => "lifo",
-        };
-        self.line(3, &format!("\"preempt\": {},", quote(preempt)));
         let admit = pool.admit_via.map_or("null".to_string(), |j| {
             format!(
                 "{{\"stage\": {}, \"rule\": {}}}",
@@ -208,6 +203,17 @@ impl Writer<'_> {
             Evict::By(keys) => Some(keys.as_slice()),
         };
         self.key_list("evict", "lru", &format!("{sym}_evict"), evict);
+        let (preempt, keys) = match &pool.preempt {
+            PreemptMode::None => ("none", None),
+            PreemptMode::Lifo => ("lifo", None),
+            PreemptMode::By(keys) => ("by", Some(keys.as_slice())),
+        };
+        self.key_list("preempt", preempt, &format!("{sym}_preempt"), keys);
+        let requeue = match pool.requeue {
+            Requeue::Head => "head",
+            Requeue::Keyed => "keyed",
+        };
+        self.line(3, &format!("\"requeue\": {},", quote(requeue)));
         match &pool.spill {
             None => self.line(3, "\"spill\": null,"),
             Some(s) => {
@@ -232,7 +238,8 @@ impl Writer<'_> {
             }
         }
         self.layout("queue_layout", &pool.queue_layout, ",");
-        self.layout("entry_layout", &pool.entry_layout, "");
+        self.layout("entry_layout", &pool.entry_layout, ",");
+        self.layout("resident_layout", &pool.resident_layout, "");
     }
 
     /// `"queue": {"policy": …, "keys": […], "cmp": …, "select": …}`.

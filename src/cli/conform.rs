@@ -1,5 +1,7 @@
 //! `poolc conform`: replays scenarios recorded from vLLM 0.33's real scheduler through
-//! the reference host with a spec (default examples/vllm.pool) and says, per
+//! the reference host with a spec (default examples/vllm.pool, or
+//! examples/vllm_priority.pool for a scenario recorded with the priority policy) and
+//! says, per
 //! scenario, whether every step matches, or shows the first divergent step with the
 //! three before it. Exit 0 only when every scenario matches; a scenario that cannot
 //! be replayed (an unsupported setting, a bad file) is reported and counts as a
@@ -9,12 +11,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use poolc::Compiled;
+use poolc::tools::conform::{check_scenario, default_spec, read_scenario};
 use poolc::tools::run::bundled;
 
-use super::{SetArgs, fail, report};
-
-/// The spec of `poolc conform` without `--spec`.
-const DEFAULT_SPEC: &str = "examples/vllm.pool";
+use super::{SetArgs, report};
 
 #[derive(clap::Args)]
 pub struct ConformArgs {
@@ -23,8 +24,9 @@ pub struct ConformArgs {
     #[arg(required = true, value_name = "DIR")]
     dirs: Vec<PathBuf>,
     /// The spec whose one step stage and the pool it admits play vLLM's engine and KV
-    /// cache (default: examples/vllm.pool). Its budget, seats, chunk, cap, block and
-    /// time are replaced by the scenario's.
+    /// cache (default: examples/vllm.pool for scenarios recorded with the fcfs
+    /// policy, examples/vllm_priority.pool for the priority policy). Its budget,
+    /// seats, chunk, cap, block and time are replaced by the scenario's.
     #[arg(long)]
     spec: Option<PathBuf>,
     /// Write each replay's steps to DIR/<scenario>/steps.jsonl (steps.jsonl schema).
@@ -34,22 +36,75 @@ pub struct ConformArgs {
     set: SetArgs,
 }
 
-pub fn run(args: ConformArgs) -> ExitCode {
-    let spec_path = args.spec.clone().unwrap_or_else(|| bundled(DEFAULT_SPEC));
-    let source = match std::fs::read_to_string(&spec_path) {
+/// A spec compiled once per run, however many scenarios use it.
+struct Specs {
+    options: poolc::Options,
+    compiled: Vec<(PathBuf, Option<Compiled>)>,
+}
+
+impl Specs {
+    /// The compiled spec at `path`; its diagnostics are printed the first time and
+    /// `None` is returned then and after.
+    fn get(&mut self, path: PathBuf) -> Option<&Compiled> {
+        let at = match self.compiled.iter().position(|(p, _)| *p == path) {
+            Some(at) => at,
+            None => {
+                let compiled = compile(&path, &self.options);
+                self.compiled.push((path, compiled));
+                self.compiled.len() - 1
+            }
+        };
+        self.compiled.get(at).and_then(|(_, c)| c.as_ref())
+    }
+}
+
+fn compile(path: &std::path::Path, options: &poolc::Options) -> Option<Compiled> {
+    let source = match std::fs::read_to_string(path) {
         Ok(s) => s,
-        Err(e) => return fail(&format!("cannot read {}: {e}", spec_path.display())),
-    };
-    let compiled = match poolc::compile(&source, &args.set.options()) {
-        Ok(c) => c,
-        Err(diags) => {
-            report(&spec_path, &source, &diags);
-            return ExitCode::from(1);
+        Err(e) => {
+            eprintln!("poolc: cannot read {}: {e}", path.display());
+            return None;
         }
     };
+    match poolc::compile(&source, options) {
+        Ok(c) => Some(c),
+        Err(diags) => {
+            report(path, &source, &diags);
+            None
+        }
+    }
+}
+
+pub fn run(args: ConformArgs) -> ExitCode {
+    let mut specs = Specs {
+        options: args.set.options(),
+        compiled: Vec::new(),
+    };
+    // A spec given on the command line is checked before any scenario is read.
+    if let Some(spec) = &args.spec
+        && specs.get(spec.clone()).is_none()
+    {
+        return ExitCode::from(1);
+    }
     let mut all_match = true;
     for dir in &args.dirs {
-        match poolc::tools::conform::check(&compiled, dir, args.out.as_deref()) {
+        let scenario = match read_scenario(dir) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("poolc: {}: {e}", dir.display());
+                all_match = false;
+                continue;
+            }
+        };
+        let path = args
+            .spec
+            .clone()
+            .unwrap_or_else(|| bundled(default_spec(scenario.settings.policy)));
+        let Some(compiled) = specs.get(path) else {
+            all_match = false;
+            continue;
+        };
+        match check_scenario(compiled, &scenario, args.out.as_deref()) {
             Ok(outcome) => {
                 print!("{}", outcome.render());
                 all_match &= outcome.matches();

@@ -32,6 +32,7 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
     for p in &plan.pools {
         let queue = p.queue.as_ref().map(|l| jit.list(l)).transpose()?;
         let evict = p.evict.as_ref().map(|l| jit.list(l)).transpose()?;
+        let preempt = p.preempt.as_ref().map(|l| jit.list(l)).transpose()?;
         let spill = match &p.spill {
             None => None,
             Some(s) => Some((
@@ -40,7 +41,7 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
                 s.shape,
             )),
         };
-        pools.push((queue, evict, spill));
+        pools.push((queue, evict, preempt, spill));
     }
     let mut stages = Vec::with_capacity(plan.stages.len());
     for s in &plan.stages {
@@ -50,9 +51,10 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
     let code = done.handle();
     let pools = pools
         .into_iter()
-        .map(|(queue, evict, spill)| PoolPolicy {
+        .map(|(queue, evict, preempt, spill)| PoolPolicy {
             queue: queue.map(|l| done.key_list(l, &code)),
             evict: evict.map(|l| done.key_list(l, &code)),
+            preempt: preempt.map(|l| done.key_list(l, &code)),
             spill: spill.map(|(pred, work, shape)| {
                 // SAFETY: both were lowered as `Key` on the entry layout, whose
                 // lengths are `shape` (ProgramPlan checked every slot against it),

@@ -11,7 +11,7 @@
 //! assume the host is x86-64.
 //!
 //! Symbols: `pool_<P>_queue_key<i>`, `pool_<P>_queue_cmp`, `pool_<P>_queue_select`,
-//! the same with `evict`, `pool_<P>_spill_pred`, `pool_<P>_spill_work` and
+//! the same with `evict` and `preempt`, `pool_<P>_spill_pred`, `pool_<P>_spill_work` and
 //! `stage_<S>_time`; the object backend exports each as `<prefix>_<symbol>`. Pool
 //! and stage names are distinct identifiers (D7) and every site suffix has exactly
 //! one `_`, so no two symbols of a program can collide.
@@ -29,7 +29,7 @@ use cranelift_module::{FuncId, Linkage, Module, ModuleError};
 use poolrt::policy::{CodeHandle, PoolPolicy, Shape, StagePolicy};
 
 use crate::diag::Diagnostic;
-use crate::ir::{self, Evict, Expr, Layout, PoolId, QueuePolicy, SiteExpr, StageId};
+use crate::ir::{self, Evict, Expr, Layout, PoolId, PreemptMode, QueuePolicy, SiteExpr, StageId};
 pub use jit::{CompiledExprs, compile_exprs, compile_key_list, compile_program};
 use lower::{FnKind, Imports, Keys};
 
@@ -367,6 +367,7 @@ pub(crate) struct SpillPlan<'a> {
 pub(crate) struct PoolPlan<'a> {
     pub queue: Option<ListPlan<'a>>,
     pub evict: Option<ListPlan<'a>>,
+    pub preempt: Option<ListPlan<'a>>,
     pub spill: Option<SpillPlan<'a>>,
 }
 
@@ -374,7 +375,10 @@ impl PoolPlan<'_> {
     /// Every function of the pool, in symbol order.
     pub fn functions(&self) -> Vec<&Planned<'_>> {
         let mut out = Vec::new();
-        for list in [&self.queue, &self.evict].into_iter().flatten() {
+        for list in [&self.queue, &self.evict, &self.preempt]
+            .into_iter()
+            .flatten()
+        {
             out.extend(list.keys.iter());
             out.push(&list.cmp);
             out.push(&list.select);
@@ -425,6 +429,14 @@ impl<'a> ProgramPlan<'a> {
                     &pool.entry_layout,
                 )?),
             };
+            let preempt = match &pool.preempt {
+                PreemptMode::None | PreemptMode::Lifo => None,
+                PreemptMode::By(keys) => Some(list_plan(
+                    &format!("{prefix}_preempt"),
+                    keys,
+                    &pool.resident_layout,
+                )?),
+            };
             let spill = pool.spill.as_ref().map(|spill| SpillPlan {
                 pred: key_plan(format!("{prefix}_spill_pred"), &spill.pred.expr),
                 work: key_plan(format!("{prefix}_spill_work"), &spill.work.expr),
@@ -433,6 +445,7 @@ impl<'a> ProgramPlan<'a> {
             pools.push(PoolPlan {
                 queue,
                 evict,
+                preempt,
                 spill,
             });
         }

@@ -165,10 +165,12 @@ pub enum Var {
     Prefill,
     Decode,
     Residents,
+    /// The time a resident's hold was last admitted (R18).
+    Admitted,
 }
 
 impl Var {
-    pub const ALL: [Var; 13] = [
+    pub const ALL: [Var; 14] = [
         Var::Size,
         Var::Age,
         Var::Last,
@@ -182,6 +184,7 @@ impl Var {
         Var::Prefill,
         Var::Decode,
         Var::Residents,
+        Var::Admitted,
     ];
 
     pub fn name(self) -> &'static str {
@@ -199,6 +202,7 @@ impl Var {
             Var::Prefill => "prefill",
             Var::Decode => "decode",
             Var::Residents => "residents",
+            Var::Admitted => "admitted",
         }
     }
 
@@ -389,10 +393,26 @@ pub enum StageKind {
     Link,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// What a grow that does not fit does (R13, R18).
+#[derive(Clone, Debug, PartialEq)]
 pub enum PreemptMode {
+    /// The grower waits.
     None,
+    /// The most recently admitted resident is the victim.
     Lifo,
+    /// The least resident by the keys (E5), ties to admission order (R18); the keys
+    /// are on the pool's `resident_layout`.
+    By(Vec<SiteExpr>),
+}
+
+/// Where a preempted hold re-enters the queue (R8, R19).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Requeue {
+    /// At the head, ahead of every key, the most recently preempted first (R8).
+    #[default]
+    Head,
+    /// By its queue keys like any waiting hold, ties by its first enqueue (R19).
+    Keyed,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -431,6 +451,7 @@ pub struct CPool {
     pub block: Option<u64>,
     pub evict: Evict,
     pub preempt: PreemptMode,
+    pub requeue: Requeue,
     pub queue: QueuePolicy,
     pub spill: Option<CSpill>,
     pub admit_via: Option<Join<StageId>>,
@@ -438,6 +459,9 @@ pub struct CPool {
     pub queue_layout: Layout,
     /// Slots of the entry sites (evict keys, spill `work` and `when`): a row per entry.
     pub entry_layout: Layout,
+    /// Slots of the resident site (`preempt by` keys, R18): a row per candidate
+    /// victim. Empty unless the pool preempts by keys.
+    pub resident_layout: Layout,
 }
 
 impl CPool {

@@ -35,8 +35,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::{
-    AttrId, Builtin, CPool, Evict, Expr, Input, JoinRule, Layout, Member, Program, QueryTarget,
-    QueuePolicy, Read, SiteExpr, Slot, Var,
+    AttrId, Builtin, CPool, Evict, Expr, Input, JoinRule, Layout, Member, PreemptMode, Program,
+    QueryTarget, QueuePolicy, Read, SiteExpr, Slot, Var,
 };
 
 /// The most inputs a layout may hold (and one more than the largest slot index):
@@ -269,6 +269,7 @@ impl Verifier<'_> {
         let counts = Some(pool.count);
         self.layout(&at("queue_layout"), &pool.queue_layout, counts)?;
         self.layout(&at("entry_layout"), &pool.entry_layout, counts)?;
+        self.layout(&at("resident_layout"), &pool.resident_layout, counts)?;
         if let Some(j) = &pool.admit_via {
             let stage = self.stage_ref(&at("admit_via"), j.target.0)?;
             let expected = join(pool.count, stage.count, true);
@@ -289,6 +290,14 @@ impl Verifier<'_> {
                 match &pool.evict {
                     Evict::Lru => None,
                     Evict::By(keys) => Some(keys),
+                },
+            ),
+            (
+                "preempt",
+                &pool.resident_layout,
+                match &pool.preempt {
+                    PreemptMode::None | PreemptMode::Lifo => None,
+                    PreemptMode::By(keys) => Some(keys),
                 },
             ),
         ];

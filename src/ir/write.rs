@@ -52,11 +52,22 @@ pub fn dump(p: &Program) -> String {
         let _ = writeln!(out, "pool {}{}", pool.name, count(pool.count));
         let block = pool.block.map_or("none (1)".to_string(), |b| b.to_string());
         let _ = writeln!(out, "  cap {}, block {block}", pool.cap);
-        let preempt = match pool.preempt {
-            PreemptMode::None => "none",
-            PreemptMode::Lifo => "lifo",
-        };
-        let _ = writeln!(out, "  preempt {preempt}");
+        match &pool.preempt {
+            PreemptMode::None => {
+                let _ = writeln!(out, "  preempt none");
+            }
+            PreemptMode::Lifo => {
+                let _ = writeln!(out, "  preempt lifo");
+            }
+            PreemptMode::By(keys) => {
+                let _ = writeln!(out, "  preempt by");
+                write_keys(&mut out, p, keys, &pool.resident_layout, false);
+                write_layout(&mut out, p, &pool.resident_layout, "resident");
+            }
+        }
+        if pool.requeue == Requeue::Keyed {
+            let _ = writeln!(out, "  requeue keyed");
+        }
         match &pool.admit_via {
             Some(j) => {
                 let _ = writeln!(

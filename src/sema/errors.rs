@@ -243,10 +243,15 @@ pub fn spill_cycle(names: &[(String, Span)]) -> Diagnostic {
     d.note("spilled blocks must end in a tier that spills no further")
 }
 
-pub fn lifo_without_admit(pool: &str, span: Span) -> Diagnostic {
-    Diagnostic::new("K3", format!("`preempt lifo` in pool `{pool}` needs `admit via`"))
+/// K3: `preempt lifo` (R13) or `preempt by` (R18) without `admit via`.
+pub fn preempt_without_admit(pool: &str, how: &str, span: Span) -> Diagnostic {
+    let victims = match how {
+        "lifo" => "lifo preempts the most recent resident",
+        _ => "`preempt by` chooses its victim among the residents",
+    };
+    Diagnostic::new("K3", format!("`preempt {how}` in pool `{pool}` needs `admit via`"))
         .primary(span, "no step stage to take victims from")
-        .note("lifo preempts the most recent resident of the step stage the pool is admitted via; add `admit via STAGE;` or use `preempt none;`")
+        .note(format!("{victims} of the step stage the pool is admitted via; add `admit via STAGE;` or use `preempt none;`"))
 }
 
 pub fn not_a_family(name: &str, what: &str, span: Span) -> Diagnostic {

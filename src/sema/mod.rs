@@ -21,7 +21,7 @@ use crate::Options;
 use crate::diag::Diagnostic;
 use crate::ir::{
     AttrId, CAttr, CPool, CSession, CStage, CValue, Evict, Expr, Layout, Limit, PreemptMode,
-    Program, QueuePolicy, ReadSet, SiteExpr, Var,
+    Program, QueuePolicy, ReadSet, Requeue, SiteExpr, Var,
 };
 use crate::syntax::Span;
 use crate::syntax::ast::{
@@ -513,22 +513,29 @@ impl<'a> Checker<'a> {
             block: None,
             evict: Evict::Lru,
             preempt: PreemptMode::None,
+            requeue: Requeue::Head,
             queue: QueuePolicy::Fifo,
             spill: None,
             admit_via: None,
             queue_layout: Layout::default(),
             entry_layout: Layout::default(),
+            resident_layout: Layout::default(),
         };
         let mut queue_b = SiteBuilder::new(Site::Queue);
         let mut entry_b = SiteBuilder::new(Site::Evict);
+        let mut resident_b = SiteBuilder::new(Site::Preempt);
         let mut seen: Vec<(&'static str, Span)> = Vec::new();
-        let mut lifo_span = None;
+        // The span of a `preempt lifo` or `preempt by`, for K3.
+        let mut victim_span = None;
         for opt in &decl.options {
             let key = match &opt.kind {
                 PoolOptionKind::Cap(_) => "cap",
                 PoolOptionKind::Block(_) => "block",
                 PoolOptionKind::EvictLru | PoolOptionKind::EvictBy(_) => "evict",
-                PoolOptionKind::PreemptNone | PoolOptionKind::PreemptLifo => "preempt",
+                PoolOptionKind::PreemptNone
+                | PoolOptionKind::PreemptLifo
+                | PoolOptionKind::PreemptBy(_) => "preempt",
+                PoolOptionKind::RequeueKeyed => "requeue",
                 PoolOptionKind::QueueFifo | PoolOptionKind::QueueBy(_) => "queue",
                 PoolOptionKind::AdmitVia(_) => "admit via",
                 PoolOptionKind::Spill(_) => "spill",
@@ -556,8 +563,13 @@ impl<'a> Checker<'a> {
                 PoolOptionKind::PreemptNone => pool.preempt = PreemptMode::None,
                 PoolOptionKind::PreemptLifo => {
                     pool.preempt = PreemptMode::Lifo;
-                    lifo_span = Some(opt.span);
+                    victim_span = Some(("lifo", opt.span));
                 }
+                PoolOptionKind::PreemptBy(keys) => {
+                    pool.preempt = PreemptMode::By(self.lower_keys(keys, &mut resident_b, owner));
+                    victim_span = Some(("by", opt.span));
+                }
+                PoolOptionKind::RequeueKeyed => pool.requeue = Requeue::Keyed,
                 PoolOptionKind::QueueFifo => pool.queue = QueuePolicy::Fifo,
                 PoolOptionKind::QueueBy(keys) => {
                     pool.queue = QueuePolicy::By(self.lower_keys(keys, &mut queue_b, owner));
@@ -568,8 +580,8 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        if let (Some(span), None) = (lifo_span, &pool.admit_via) {
-            self.error(errors::lifo_without_admit(&decl.name.name, span));
+        if let (Some((how, span)), None) = (victim_span, &pool.admit_via) {
+            self.error(errors::preempt_without_admit(&decl.name.name, how, span));
         }
         let (layout, remap) = queue_b.finish();
         if let QueuePolicy::By(keys) = &mut pool.queue {
@@ -585,6 +597,11 @@ impl<'a> Checker<'a> {
             remap.apply(&mut s.pred.expr);
         }
         pool.entry_layout = layout;
+        let (layout, remap) = resident_b.finish();
+        if let PreemptMode::By(keys) = &mut pool.preempt {
+            keys.iter_mut().for_each(|k| remap.apply(&mut k.expr));
+        }
+        pool.resident_layout = layout;
         pool
     }
 

@@ -13,6 +13,8 @@ pub enum Site {
     Const,
     Queue,
     Evict,
+    /// `preempt by` keys (R18): a row per candidate victim.
+    Preempt,
     SpillWork,
     SpillPred,
     Time,
@@ -25,6 +27,7 @@ impl Site {
             Site::Const => "constant expressions",
             Site::Queue => "queue keys",
             Site::Evict => "evict keys",
+            Site::Preempt => "preempt keys",
             Site::SpillWork => "spill work",
             Site::SpillPred => "spill predicates",
             Site::Time => "stage time",
@@ -42,6 +45,9 @@ impl Site {
             Site::Evict => {
                 "constants; `size`, `age`, `last`, `waiting`; the entry's session attributes"
             }
+            Site::Preempt => {
+                "constants; session attributes; the hold's `units`, `computed`, `admitted`; `now`; queries"
+            }
             Site::SpillWork | Site::SpillPred => {
                 "constants; `size`, `age`, `last`, `waiting`, `units`; the entry's session attributes"
             }
@@ -52,12 +58,12 @@ impl Site {
     pub fn reads_attrs(self) -> bool {
         matches!(
             self,
-            Site::Queue | Site::Evict | Site::SpillWork | Site::SpillPred
+            Site::Queue | Site::Evict | Site::Preempt | Site::SpillWork | Site::SpillPred
         )
     }
 
     pub fn reads_queries(self) -> bool {
-        self == Site::Queue
+        matches!(self, Site::Queue | Site::Preempt)
     }
 
     pub fn reads_var(self, v: Var) -> bool {
@@ -66,6 +72,7 @@ impl Site {
             Site::Const => false,
             Site::Queue => matches!(v, Units | Reserve | Computed | Waited | Now),
             Site::Evict => matches!(v, Size | Age | Last | Waiting),
+            Site::Preempt => matches!(v, Units | Computed | Admitted | Now),
             Site::SpillWork | Site::SpillPred => matches!(v, Size | Age | Last | Waiting | Units),
             Site::Time => matches!(v, Tokens | Prefill | Decode | Residents),
         }
@@ -77,7 +84,9 @@ impl Site {
         match input {
             Input::Query(_) => true,
             Input::Var(Var::Now) => true,
-            Input::Var(Var::Units) => self != Site::Queue,
+            // A hold's `units` is per record at the queue and resident sites, the
+            // written units of one eviction at the spill sites.
+            Input::Var(Var::Units) => !matches!(self, Site::Queue | Site::Preempt),
             Input::Var(Var::Tokens | Var::Prefill | Var::Decode | Var::Residents) => true,
             _ => false,
         }

@@ -132,6 +132,10 @@ pub enum PoolOptionKind {
     EvictBy(Vec<Expr>),
     PreemptNone,
     PreemptLifo,
+    /// `preempt by (keys);` (R18).
+    PreemptBy(Vec<Expr>),
+    /// `requeue keyed;` (R19).
+    RequeueKeyed,
     QueueFifo,
     QueueBy(Vec<Expr>),
     AdmitVia(Ident),

@@ -680,7 +680,7 @@ fn pool_decl(i: Tokens<'_>) -> PResult<'_, PoolDecl> {
         family_header("after `pool`", "after the pool name"),
         many0(pool_option),
         label(
-            "a pool option (`cap`, `block`, `evict`, `preempt`, `queue`, `admit`, `spill`) or `}`",
+            "a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`) or `}`",
             punct(Punct::RBrace, "`}`"),
         ),
     ))
@@ -714,12 +714,13 @@ fn pool_option(i: Tokens<'_>) -> PResult<'_, PoolOption> {
     let preempt = choice_option(
         "preempt",
         "after `preempt`",
-        "`none` or `lifo`",
+        "`none`, `lifo` or `by`",
         "after the `preempt` option",
         |i| {
             alt((
                 map(keyword("none"), |_| K::PreemptNone),
                 map(keyword("lifo"), |_| K::PreemptLifo),
+                map(key_list, K::PreemptBy),
             ))
             .parse(i)
         },
@@ -736,6 +737,13 @@ fn pool_option(i: Tokens<'_>) -> PResult<'_, PoolOption> {
             ))
             .parse(i)
         },
+    );
+    let requeue = choice_option(
+        "requeue",
+        "after `requeue`",
+        "`keyed`",
+        "after the `requeue` option",
+        |i| map(keyword("keyed"), |_| K::RequeueKeyed).parse(i),
     );
     let admit = |i| {
         let (i, start) = keyword("admit")(i)?;
@@ -771,6 +779,7 @@ fn pool_option(i: Tokens<'_>) -> PResult<'_, PoolOption> {
         ),
         evict,
         preempt,
+        requeue,
         queue,
         admit,
         spill,

@@ -94,6 +94,8 @@ fn pool_option(kind: &PoolOptionKind) -> String {
         PoolOptionKind::EvictBy(keys) => format!("evict by ({});", list(keys)),
         PoolOptionKind::PreemptNone => "preempt none;".to_string(),
         PoolOptionKind::PreemptLifo => "preempt lifo;".to_string(),
+        PoolOptionKind::PreemptBy(keys) => format!("preempt by ({});", list(keys)),
+        PoolOptionKind::RequeueKeyed => "requeue keyed;".to_string(),
         PoolOptionKind::QueueFifo => "queue fifo;".to_string(),
         PoolOptionKind::QueueBy(keys) => format!("queue by ({});", list(keys)),
         PoolOptionKind::AdmitVia(stage) => format!("admit via {};", stage.name),
@@ -244,7 +246,9 @@ pub fn erase_spans(spec: &mut Spec) {
                 for o in &mut p.options {
                     match &mut o.kind {
                         PoolOptionKind::Cap(e) | PoolOptionKind::Block(e) => erase_expr_spans(e),
-                        PoolOptionKind::EvictBy(keys) | PoolOptionKind::QueueBy(keys) => {
+                        PoolOptionKind::EvictBy(keys)
+                        | PoolOptionKind::QueueBy(keys)
+                        | PoolOptionKind::PreemptBy(keys) => {
                             keys.iter_mut().for_each(erase_expr_spans);
                         }
                         PoolOptionKind::AdmitVia(id) => erase_ident(id),
@@ -257,6 +261,7 @@ pub fn erase_spans(spec: &mut Spec) {
                         PoolOptionKind::EvictLru
                         | PoolOptionKind::PreemptNone
                         | PoolOptionKind::PreemptLifo
+                        | PoolOptionKind::RequeueKeyed
                         | PoolOptionKind::QueueFifo => {}
                     }
                     o.span = Span::default();

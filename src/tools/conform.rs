@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::Path;
 
 pub use poolrt::oracle::{
-    OracleError, Outcome, Replay, Scenario, Settings, compare, read_scenario, write_steps,
+    OracleError, Outcome, Policy, Replay, Scenario, Settings, compare, read_scenario, write_steps,
 };
 
 use crate::Compiled;
@@ -59,10 +59,27 @@ pub fn replay(compiled: &Compiled, scenario: &Scenario) -> Result<Replay, Confor
 /// Reads, replays and compares one scenario folder; with `out`, also writes the
 /// replayed steps there.
 pub fn check(compiled: &Compiled, dir: &Path, out: Option<&Path>) -> Result<Outcome, ConformError> {
-    let scenario = read_scenario(dir)?;
-    let replay = replay(compiled, &scenario)?;
+    check_scenario(compiled, &read_scenario(dir)?, out)
+}
+
+/// [`check`] of a scenario already read.
+pub fn check_scenario(
+    compiled: &Compiled,
+    scenario: &Scenario,
+    out: Option<&Path>,
+) -> Result<Outcome, ConformError> {
+    let replay = replay(compiled, scenario)?;
     if let Some(out) = out {
-        write_steps(out, &scenario, &replay)?;
+        write_steps(out, scenario, &replay)?;
     }
-    Ok(compare(&scenario, &replay))
+    Ok(compare(scenario, &replay))
+}
+
+/// The bundled spec that is vLLM 0.33's scheduler under a recorded policy: what
+/// `poolc conform` replays a scenario with when no spec is given.
+pub fn default_spec(policy: Policy) -> &'static str {
+    match policy {
+        Policy::Fcfs => "examples/vllm.pool",
+        Policy::Priority => "examples/vllm_priority.pool",
+    }
 }

@@ -17,7 +17,7 @@ use poolc::aot::{BuildOptions, Emit};
 use poolc::ir::{
     AttrId, CAttr, CPool, CSession, CSpill, CStage, Evict, Expr, Input, Join, JoinRule, Layout,
     Limit, Member, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy, Read,
-    ReadSet, SiteExpr, Slot, StageId, StageKind, Var,
+    ReadSet, Requeue, SiteExpr, Slot, StageId, StageKind, Var,
 };
 use proptest::prelude::*;
 
@@ -267,6 +267,7 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
         };
         let queue = list(&mut runner);
         let evict = list(&mut runner);
+        let preempt = list(&mut runner);
         let spill = (p + 1 < pools).then(|| CSpill {
             tier: Join {
                 target: PoolId(pools as u32 - 1),
@@ -285,7 +286,8 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             cap: Limit::Finite(1 << 20),
             block: Some(16),
             evict: Evict::By(evict),
-            preempt: PreemptMode::None,
+            preempt: PreemptMode::By(preempt),
+            requeue: Requeue::Keyed,
             queue: QueuePolicy::By(queue),
             spill,
             admit_via: Some(Join {
@@ -294,6 +296,7 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             }),
             queue_layout: layout.clone(),
             entry_layout: layout.clone(),
+            resident_layout: layout.clone(),
         });
     }
     Program {

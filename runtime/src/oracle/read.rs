@@ -21,6 +21,8 @@ pub struct Request {
     pub output: u64,
     /// `(run id, length)`, prefix-chained.
     pub runs: Vec<(u64, u64)>,
+    /// vLLM's request priority (`priority`, 0 when absent): smaller is served first.
+    pub priority: i64,
 }
 
 /// A recorded scenario, read and checked.
@@ -205,12 +207,19 @@ fn read_workload(path: &Path, s: &Settings) -> Result<Vec<Request>, OracleError>
                 s.usable_blocks
             )));
         }
+        let priority = match v.get("priority") {
+            None => 0,
+            Some(p) => p
+                .as_i64()
+                .ok_or_else(|| err(format!("`priority` {p} is not a whole number")))?,
+        };
         requests.push(Request {
             id,
             arrival_step,
             prompt,
             output,
             runs,
+            priority,
         });
     }
     Ok(requests)

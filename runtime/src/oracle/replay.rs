@@ -95,7 +95,8 @@ pub fn fit(config: &mut HostConfig, settings: &Settings) -> Result<Engine, Oracl
     Ok(engine)
 }
 
-/// The workload as the host reads it: arrival time = `arrival_step`.
+/// The workload as the host reads it: arrival time = `arrival_step`, and one extra
+/// field, `priority` (a spec that declares the attribute reads it).
 pub fn workload(scenario: &Scenario) -> Workload {
     let sessions = scenario
         .requests
@@ -113,14 +114,14 @@ pub fn workload(scenario: &Scenario) -> Workload {
                     len: Units(len),
                 })
                 .collect(),
-            extra: Vec::new(),
+            extra: vec![(0, r.priority as f64)],
             name: Some(r.id.clone()),
             line: i as u64 + 1,
         })
         .collect();
     Workload {
         source: scenario.dir.join("workload.jsonl").display().to_string(),
-        fields: Vec::new(),
+        fields: vec!["priority".to_string()],
         sessions,
     }
 }

@@ -24,6 +24,9 @@ enum Honoured {
 /// The scheduler parameters of a scenario, in the spec's terms.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
+    /// `policy`: which of vLLM's two scheduling policies was recorded. The replay
+    /// follows the spec's policies whatever it says; it tells which spec to use.
+    pub policy: Policy,
     /// `block_size`: tokens per KV block → the pool's `block`.
     pub block: u64,
     /// `usable_blocks` (`num_blocks` less the null block) → `cap` = blocks × block.
@@ -36,6 +39,16 @@ pub struct Settings {
     pub chunk: Option<u64>,
     /// `max_model_len`: checked against the workload, never binding (FORMAT.md rule 3).
     pub max_model_len: u64,
+}
+
+/// vLLM 0.33's `--scheduling-policy`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// First come, first served; the newest running request is the victim.
+    Fcfs,
+    /// A heap on (priority, arrival time); the lowest-priority running request is the
+    /// victim and goes back into the heap (examples/vllm_priority.pool).
+    Priority,
 }
 
 impl Settings {
@@ -114,13 +127,18 @@ impl Settings {
                 "only the synchronous `Scheduler` is reproduced (async scheduling updates \
                  a step after the next one is scheduled)",
             ),
-            (
-                "policy",
-                Honoured::Text("fcfs"),
-                "only FCFS is reproduced; the priority policy orders the waiting queue \
-                 and chooses preemption victims by priority",
-            ),
         ])?;
+        let policy = match text("policy")? {
+            "fcfs" => Policy::Fcfs,
+            "priority" => Policy::Priority,
+            _ => {
+                return Err(unsupported(
+                    "policy",
+                    get("policy")?,
+                    "vLLM 0.33 has two policies, `fcfs` and `priority`",
+                ));
+            }
+        };
         let block = num("block_size")?;
         let num_blocks = num("num_blocks")?;
         let usable_blocks = num("usable_blocks")?;
@@ -223,6 +241,7 @@ impl Settings {
             ));
         }
         Ok(Settings {
+            policy,
             block,
             usable_blocks,
             seats,

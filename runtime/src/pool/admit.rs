@@ -235,6 +235,8 @@ impl Pool {
             anonymous: total - physical,
             keyed: hit,
             pending_grow: None,
+            admitted: self.now,
+            seq: w.seq,
             order: Links::default(),
         };
         register_new(&mut self.store, &mut h, block);

@@ -1,15 +1,18 @@
-//! Grows and preemption (R13): a holder grows, evicting cache to fit; a grow that
-//! does not fit waits (`preempt none`, retried in failure order at settle and by a
-//! step stage) or preempts residents, most recently admitted first (`preempt lifo`),
-//! and a preempted holder is released and waits on top of the queue. Grows never hit.
-//! It never admits (`admit.rs` does) and never chooses which entry to evict.
+//! Grows and preemption (R13, R18, R19): a holder grows, evicting cache to fit; a
+//! grow that does not fit waits (`preempt none`, retried in failure order at settle
+//! and by a step stage) or preempts residents — most recently admitted first
+//! (`preempt lifo`), or the least by the `preempt by` keys on rows filled at that
+//! moment — and a preempted holder is released and waits on top of the queue, or by
+//! its keys under `requeue keyed`. Grows never hit. It never admits (`admit.rs` does)
+//! and never chooses which entry to evict.
 
-use crate::config::Preempt;
+use crate::config::{Input, Preempt, Requeue};
 use crate::env::Env;
 use crate::error::Error;
 use crate::event::{Event, Notice};
 use crate::types::{Header, SessionId, Units};
 
+use super::attrs::{attr, live_attrs};
 use super::hits::register_new;
 use super::holders::HolderSlot;
 use super::{Grown, Pool};
@@ -53,9 +56,10 @@ impl Pool {
                 self.record(Event::Grow { session, by });
                 return Ok(Grown::Grown);
             }
-            let victim = match self.preempt {
+            let victim = match &self.preempt {
                 Preempt::None => None,
                 Preempt::Lifo => self.latest_resident(env),
+                Preempt::By { .. } => self.least_resident(env),
             };
             let Some(victim) = victim else {
                 self.holders.get_mut(slot).pending_grow = Some(by.0);
@@ -124,8 +128,50 @@ impl Pool {
             .find(|&s| env.is_resident(s))
     }
 
+    /// R18 `preempt by`: the least resident by the keys (E5), evaluated now on a row
+    /// per resident holder, ties to the earliest admitted.
+    fn least_resident<E: Env + ?Sized>(&mut self, env: &E) -> Option<SessionId> {
+        let Preempt::By { keys, layout } = &self.preempt else {
+            unreachable!("least_resident is R18's");
+        };
+        let stride = layout.row.len();
+        let rows = &mut self.scratch.rows;
+        rows.clear();
+        let candidates = &mut self.scratch.victims;
+        candidates.clear();
+        for h in self.holders.earliest_first() {
+            if !env.is_resident(h.session) {
+                continue;
+            }
+            candidates.push(h.session);
+            let attrs = live_attrs(env, h.session);
+            for input in &layout.row {
+                rows.push(match *input {
+                    Input::Attr(a) => attr(attrs, a, h.session),
+                    Input::Units => h.units as f64,
+                    Input::Computed => h.computed as f64,
+                    Input::Admitted => h.admitted,
+                    other => unreachable!("validated resident row input {other:?}"),
+                });
+            }
+        }
+        let n = candidates.len();
+        self.scratch.ctx.clear();
+        for input in &layout.ctx {
+            let value = match *input {
+                Input::Now => self.now,
+                Input::Query(q) => self.query_value(q, env),
+                other => unreachable!("validated resident ctx input {other:?}"),
+            };
+            self.scratch.ctx.push(value);
+        }
+        keys.select(&self.scratch.rows, n, stride, &self.scratch.ctx)
+            .map(|i| self.scratch.victims[i])
+    }
+
     /// R13 preemption: release with the computed prefix cached, then wait at the
-    /// head of the queue with the units it held (`waited` restarts now).
+    /// head of the queue with the units it held (`waited` restarts now); under
+    /// `requeue keyed` (R19) it waits by its keys at its first enqueue's place.
     fn preempt_holder<E: Env + ?Sized>(&mut self, session: SessionId, env: &E) {
         let mut h = self.remove_holder(session);
         let units = Units(h.units);
@@ -136,8 +182,18 @@ impl Pool {
             chain: std::mem::take(&mut h.header.chain),
             max_hit: h.header.max_hit,
         };
+        let seq = h.seq;
         let cached = self.release_blocks(h, env);
-        let slot = self.queue.push_preempted(session, header, self.now);
+        let slot = match self.requeue {
+            Requeue::Head => self.queue.push_preempted(session, header, self.now),
+            Requeue::Keyed => {
+                let slot = self.queue.push_requeued(session, header, self.now, seq);
+                if self.queue.is_indexed() {
+                    self.file_keys(slot, env);
+                }
+                slot
+            }
+        };
         self.waiting.insert(session, slot);
         self.record(Event::Preempt { session, cached });
         self.notices.push(Notice::Preempted { session });

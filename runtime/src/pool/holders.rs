@@ -1,8 +1,9 @@
 //! The holders of one pool member: each hold's units, computed prefix and blocks
 //! ([`Holder`]), a slab of them, the session → slot map, and the admission order as a
-//! list through the slots (R13 `lifo` takes its victims from the latest end; linking
-//! and unlinking allocate nothing). It stores holders and keeps the order; it does not
-//! touch the block table, decide fits or choose victims (`grow.rs` does).
+//! list through the slots (R13 `lifo` takes its victims from the latest end, R18
+//! scans it from the earliest; linking and unlinking allocate nothing). It stores
+//! holders and keeps the order; it does not touch the block table, decide fits or
+//! choose victims (`grow.rs` does).
 
 use crate::hash::FxMap;
 use crate::types::{BlockId, Header, SessionId};
@@ -36,6 +37,11 @@ pub(super) struct Holder {
     /// the chain).
     pub keyed: u64,
     pub pending_grow: Option<u64>,
+    /// When it was admitted (R18 `admitted`).
+    pub admitted: f64,
+    /// Its first enqueue's place in the enqueue order, kept across preemptions
+    /// (R19's tie rule).
+    pub seq: u64,
     /// Its place in the admission order ([`Holders`] keeps it; a new holder starts
     /// with `Default::default()`).
     pub order: Links,
@@ -115,6 +121,19 @@ impl Holders {
     /// Every holder, in slot order (for invariant checks).
     pub fn iter(&self) -> impl Iterator<Item = &Holder> {
         self.slots.iter().flatten()
+    }
+
+    /// Holders in admission order, the earliest first (R18's tie order).
+    pub fn earliest_first(&self) -> impl Iterator<Item = &Holder> {
+        let mut at = self.first;
+        std::iter::from_fn(move || {
+            if at == HolderSlot::NIL {
+                return None;
+            }
+            let h = self.get(at);
+            at = h.order.later;
+            Some(h)
+        })
     }
 
     /// Holders from the most recently admitted back.

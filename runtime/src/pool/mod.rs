@@ -44,7 +44,7 @@ use std::collections::VecDeque;
 
 use crate::cache::{EntrySlot, Store};
 use crate::config::{
-    EvictPolicy, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, Site, SpillPolicy,
+    EvictPolicy, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, Requeue, Site, SpillPolicy,
     check_layout, is_fixed,
 };
 use crate::error::Error;
@@ -153,6 +153,8 @@ struct Scratch {
     stamps: Vec<u64>,
     /// One waiting hold's hit blocks.
     hits: Vec<BlockId>,
+    /// The candidate victims whose rows `rows` holds (R18), in row order.
+    victims: Vec<SessionId>,
     /// Released holders' block lists, for the next admissions.
     spare: Vec<Vec<BlockId>>,
 }
@@ -167,6 +169,7 @@ pub struct Pool {
     block: u64,
     evict: EvictPolicy,
     preempt: Preempt,
+    requeue: Requeue,
     queue_policy: QueuePolicy,
     spill: Option<SpillPolicy>,
     store: Store,
@@ -202,6 +205,9 @@ impl Pool {
             check_layout(Site::Entry, spill.fns.shape(), &spill.layout)?;
             entry_layouts.push(&spill.layout);
         }
+        if let Preempt::By { keys, layout } = &config.preempt {
+            check_layout(Site::Resident, keys.shape(), layout)?;
+        }
         let block = config.block.0;
         let queue = match &config.queue {
             QueuePolicy::By { keys, layout }
@@ -222,6 +228,7 @@ impl Pool {
             snaps: Snapshots::new(&entry_layouts),
             evict: config.evict,
             preempt: config.preempt,
+            requeue: config.requeue,
             queue_policy: config.queue,
             spill: config.spill,
             store: Store::default(),

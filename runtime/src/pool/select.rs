@@ -88,9 +88,9 @@ impl Pool {
             .set_keys(slot, (0..keys.len()).map(|k| keys.key(k, row, &[])));
     }
 
-    /// A query of a queue key (E6): this pool's own state for queries naming it, the
-    /// host's otherwise.
-    fn query_value<E: Env + ?Sized>(&self, q: Query, env: &E) -> f64 {
+    /// A query of a queue or preempt key (E6): this pool's own state for queries
+    /// naming it, the host's otherwise.
+    pub(super) fn query_value<E: Env + ?Sized>(&self, q: Query, env: &E) -> f64 {
         if q.target == Target::Pool(self.me) {
             self.query(q.kind)
         } else {

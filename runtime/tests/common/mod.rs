@@ -194,6 +194,12 @@ pub unsafe extern "C" fn aged_row1(row: *const f64, ctx: *const f64) -> f64 {
     if waited >= 3.0 { 0.0 } else { 1.0 }
 }
 
+/// `now − row[1]`.
+pub unsafe extern "C" fn since_row1(row: *const f64, ctx: *const f64) -> f64 {
+    // SAFETY: the shape covers row slot 1 and ctx slot 0.
+    unsafe { *ctx - *row.add(1) }
+}
+
 /// `row[0] > ctx[1] ? 1 : 0`: holds whose units exceed what is free go last.
 pub unsafe extern "C" fn too_big_row0_ctx1(row: *const f64, ctx: *const f64) -> f64 {
     // SAFETY: the shape covers row slot 0 and ctx slot 1.
@@ -226,8 +232,17 @@ key_list!(e_waiting_size, row = 2, ctx = 0, [row0, neg_row1]);
 key_list!(e_most_waited, row = 2, ctx = 0, [neg_row0, row1]);
 key_list!(e_mru, row = 1, ctx = 1, [since_row0]);
 key_list!(e_all_nan, row = 0, ctx = 0, [nan_key]);
+// Preempt key lists (R18).
+key_list!(p_priority_admitted, row = 2, ctx = 0, [neg_row0, neg_row1]);
+key_list!(p_largest, row = 2, ctx = 0, [neg_row0, row1]);
+key_list!(
+    p_fits_youngest,
+    row = 2,
+    ctx = 2,
+    [too_big_row0_ctx1, since_row1]
+);
 
-use poolrt::{EvictPolicy, Input, Layout, PoolRef, QueryKind, QueuePolicy, Target};
+use poolrt::{EvictPolicy, Input, Layout, PoolRef, Preempt, QueryKind, QueuePolicy, Target};
 
 /// Attribute 0 is `priority`, attribute 1 is `serial` in every test host.
 pub fn queue_by_priority() -> QueuePolicy {
@@ -297,6 +312,45 @@ pub fn queue_nan_last() -> QueuePolicy {
         layout: Layout {
             row: vec![Input::Attr(0)],
             ctx: vec![],
+        },
+    }
+}
+
+/// vLLM's priority victim: `preempt by (-priority, -admitted)`.
+pub fn preempt_by_priority() -> Preempt {
+    Preempt::By {
+        keys: p_priority_admitted(),
+        layout: Layout {
+            row: vec![Input::Attr(0), Input::Admitted],
+            ctx: vec![],
+        },
+    }
+}
+
+/// `preempt by (-units, computed)`: the largest hold, the least computed among equals.
+pub fn preempt_largest() -> Preempt {
+    Preempt::By {
+        keys: p_largest(),
+        layout: Layout {
+            row: vec![Input::Units, Input::Computed],
+            ctx: vec![],
+        },
+    }
+}
+
+/// `preempt by (units > free(me) ? 1 : 0, now - admitted)`: a query and the time.
+pub fn preempt_fits_youngest(me: PoolRef) -> Preempt {
+    Preempt::By {
+        keys: p_fits_youngest(),
+        layout: Layout {
+            row: vec![Input::Units, Input::Admitted],
+            ctx: vec![
+                Input::Now,
+                Input::Query(poolrt::Query {
+                    kind: QueryKind::Free,
+                    target: Target::Pool(me),
+                }),
+            ],
         },
     }
 }

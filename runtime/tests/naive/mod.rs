@@ -92,7 +92,12 @@ pub struct NaiveConfig {
     pub block: u64,
     pub queue: Option<NaiveKeys>,
     pub evict: Option<NaiveKeys>,
+    /// `preempt lifo` (R13); `preempt_by` must then be `None`.
     pub lifo: bool,
+    /// `preempt by` keys on a resident row (R18).
+    pub preempt_by: Option<NaiveKeys>,
+    /// `requeue keyed` (R19).
+    pub requeue_keyed: bool,
     pub spill: Option<NaiveSpill>,
 }
 
@@ -135,6 +140,10 @@ struct NHolder {
     computed: u64,
     blocks: Vec<usize>,
     pending: Option<u64>,
+    /// When it was admitted (R18 `admitted`).
+    admitted: f64,
+    /// Its first enqueue's number (R19's tie rule).
+    order: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -142,6 +151,8 @@ struct NWait {
     session: SessionId,
     hold: NHold,
     enqueued: f64,
+    /// Its first enqueue's number: the queue is kept sorted by it.
+    order: u64,
 }
 
 pub struct Naive {
@@ -161,6 +172,7 @@ pub struct Naive {
     snapshots: BTreeMap<SessionId, Vec<f64>>,
     next_reg: u64,
     next_entry: u64,
+    next_order: u64,
     now: f64,
     pub notices: Vec<Notice>,
     pub log: Vec<Record>,
@@ -240,6 +252,7 @@ impl Naive {
             snapshots: BTreeMap::new(),
             next_reg: 0,
             next_entry: 0,
+            next_order: 0,
             now: f64::NEG_INFINITY,
             notices: Vec::new(),
             log: Vec::new(),
@@ -653,6 +666,8 @@ impl Naive {
             hold: w.hold,
             blocks,
             pending: None,
+            admitted: self.now,
+            order: w.order,
         });
         let at = self.holders.len() - 1;
         self.register_all(at);
@@ -770,19 +785,28 @@ impl Naive {
             .expect("victim holds");
         let h = self.holders[at].clone();
         let cached = self.release_holder(at, env);
-        self.preempted.insert(
-            0,
-            NWait {
-                session,
-                hold: NHold {
-                    units: h.units,
-                    reserve: h.hold.reserve.max(h.units),
-                    runs: h.hold.runs.clone(),
-                    max_hit: h.hold.max_hit,
-                },
-                enqueued: self.now,
+        let w = NWait {
+            session,
+            hold: NHold {
+                units: h.units,
+                reserve: h.hold.reserve.max(h.units),
+                runs: h.hold.runs.clone(),
+                max_hit: h.hold.max_hit,
             },
-        );
+            enqueued: self.now,
+            order: h.order,
+        };
+        if self.cfg.requeue_keyed {
+            // R19: back among the waiting, in first-enqueue order.
+            let at = self
+                .queue
+                .iter()
+                .position(|q| q.order > h.order)
+                .unwrap_or(self.queue.len());
+            self.queue.insert(at, w);
+        } else {
+            self.preempted.insert(0, w);
+        }
         self.push_log(Event::Preempt { session, cached });
         self.notices.push(Notice::Preempted { session });
     }
@@ -826,7 +850,9 @@ impl Naive {
             session,
             hold,
             enqueued: now,
+            order: self.next_order,
         });
+        self.next_order += 1;
         self.push_log(Event::Enqueue { session });
         Ok(Enqueued::Queued)
     }
@@ -1011,6 +1037,8 @@ impl Naive {
                     .rev()
                     .map(|h| h.session)
                     .find(|&s| env.is_resident(s))
+            } else if let Some(keys) = &self.cfg.preempt_by {
+                self.least_resident(keys, env)
             } else {
                 None
             };
@@ -1029,6 +1057,51 @@ impl Naive {
                 }
             }
         }
+    }
+
+    /// R18: the least resident holder by the keys, the earliest admitted among
+    /// equals.
+    fn least_resident<E: Env>(&self, keys: &NaiveKeys, env: &E) -> Option<SessionId> {
+        let residents: Vec<&NHolder> = self
+            .holders
+            .iter()
+            .filter(|h| env.is_resident(h.session))
+            .collect();
+        if residents.is_empty() {
+            return None;
+        }
+        let rows: Vec<Vec<f64>> = residents
+            .iter()
+            .map(|h| {
+                keys.layout
+                    .row
+                    .iter()
+                    .map(|input| match *input {
+                        Input::Attr(a) => {
+                            env.attrs(h.session).expect("holding sessions live")[a as usize]
+                        }
+                        Input::Units => h.units as f64,
+                        Input::Computed => h.computed as f64,
+                        Input::Admitted => h.admitted,
+                        _ => panic!("naive: bad resident row input"),
+                    })
+                    .collect()
+            })
+            .collect();
+        let ctx: Vec<f64> = keys
+            .layout
+            .ctx
+            .iter()
+            .map(|input| match *input {
+                Input::Now => self.now,
+                Input::Query(Query { kind, target }) if target == Target::Pool(self.cfg.me) => {
+                    self.own_query(kind)
+                }
+                Input::Query(q) => env.query(q),
+                _ => panic!("naive: bad resident ctx input"),
+            })
+            .collect();
+        Some(residents[least(keys, &rows, &ctx)].session)
     }
 
     pub fn release<E: Env>(

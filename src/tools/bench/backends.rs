@@ -176,6 +176,8 @@ impl Backends {
             (Some(queue), Some(evict)) => Some(PoolPolicy {
                 queue,
                 evict,
+                // The bench never grows a hold, so preempt keys never run.
+                preempt: policy.preempt.clone(),
                 spill: policy.spill.clone(),
             }),
             _ => None,

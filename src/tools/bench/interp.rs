@@ -192,6 +192,8 @@ pub(super) fn policy(cp: &ir::CPool, policy: &PoolPolicy) -> Result<PoolPolicy, 
     Ok(PoolPolicy {
         queue,
         evict,
+        // The bench never grows a hold, so preempt keys stay compiled.
+        preempt: policy.preempt.clone(),
         spill,
     })
 }

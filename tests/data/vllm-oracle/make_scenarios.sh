@@ -55,3 +55,28 @@ run l_bs16_tiny_budget $COMMON --seed 45 --num-requests 120 --prompt-min 1 --pro
 # (m) block 8, tight (300 usable), a budget (333) and threshold (50) that are not
 #     multiples of the block, two-level prefixes, Poisson 1.5/step: heavy preemption
 run m_bs8_odd_budget $COMMON --seed 43 --num-requests 200 --prompt-min 8 --prompt-max 700 --output-min 1 --output-max 150 --num-prefixes 6 --prefix-min 8 --prefix-max 400 --prefix-frac 0.7 --children-per-prefix 2 --child-min 8 --child-max 100 --child-frac 0.5 --exact-frac 0.3 --aligned-frac 0.5 --arrival-rate 1.5 --block-size 8 --num-blocks 301 --max-num-seqs 24 --max-num-batched-tokens 333 --long-prefill-token-threshold 50 --max-model-len 4096
+
+# Priority policy (vLLM's --policy priority): request priorities 0..K-1 drawn per request
+# (--num-priorities K; smaller = more urgent; ties by arrival = feed order). The victim of
+# a failed growth is max(running, key=(priority, arrival)), wherever it sits in the
+# running list: an earlier victim that was already scheduled this step gives its tokens
+# back; a grower that is itself the victim preempts itself and the loop continues.
+PRIO="--policy priority --watermark 0"
+# (n) block 16, 4 levels, long prompts (256-2048) in chunks of 128 (budget 1024), 400
+#     usable blocks: chunk growth preempts lower-priority requests scheduled earlier in
+#     the step (prefill chunks given back), self-preemption, Poisson 0.06/step
+run n_prio_bs16_long_chunks $PRIO --num-priorities 4 --seed 101 --num-requests 250 --prompt-min 256 --prompt-max 2048 --output-min 16 --output-max 160 --num-prefixes 4 --prefix-min 128 --prefix-max 1024 --prefix-frac 0.3 --arrival-rate 0.06 --block-size 16 --num-blocks 401 --max-num-seqs 32 --max-num-batched-tokens 1024 --long-prefill-token-threshold 128 --max-model-len 4096
+# (o) block 32, 5 levels, 256 usable blocks, chunks of 128: already-scheduled victims
+#     (decodes and prefill chunks), up to 4 preemptions in a step, aligned shared roots
+run o_prio_bs32_chunk_preempt $PRIO --num-priorities 5 --seed 52 --num-requests 250 --prompt-min 64 --prompt-max 1536 --output-min 16 --output-max 256 --num-prefixes 5 --prefix-min 128 --prefix-max 768 --prefix-frac 0.5 --aligned-frac 0.5 --arrival-rate 0.1 --block-size 32 --num-blocks 257 --max-num-seqs 32 --max-num-batched-tokens 1024 --long-prefill-token-threshold 128 --max-model-len 4096
+# (p) block 16, 3 levels, prefix trees (8 roots, 3 children each, sticky, exact and
+#     aligned runs) under preemption and chunking (threshold 128): hits on shared and own
+#     blocks for resumed requests, already-scheduled victims
+run p_prio_bs16_prefix_tree $PRIO --num-priorities 3 --seed 111 --num-requests 300 --prompt-min 32 --prompt-max 1024 --output-min 16 --output-max 256 --num-prefixes 8 --prefix-min 32 --prefix-max 512 --prefix-frac 0.7 --children-per-prefix 3 --child-min 16 --child-max 256 --child-frac 0.5 --sticky-frac 0.5 --aligned-frac 0.5 --exact-frac 0.2 --tail-min 1 --tail-max 256 --arrival-rate 0.1 --block-size 16 --num-blocks 401 --max-num-seqs 32 --max-num-batched-tokens 1024 --long-prefill-token-threshold 128 --max-model-len 4096
+# (q) block 32, 8 levels, 160 usable blocks (5120 tokens), two-level prefixes, chunks of
+#     128, Poisson 0.08/step with idle gaps: many levels, multi-victim steps
+run q_prio_bs32_eight_levels $PRIO --num-priorities 8 --seed 64 --num-requests 250 --prompt-min 32 --prompt-max 1024 --output-min 32 --output-max 320 --num-prefixes 6 --prefix-min 64 --prefix-max 512 --prefix-frac 0.5 --children-per-prefix 2 --child-min 32 --child-max 128 --child-frac 0.4 --arrival-rate 0.08 --block-size 32 --num-blocks 161 --max-num-seqs 48 --max-num-batched-tokens 2048 --long-prefill-token-threshold 128 --max-model-len 4096
+# (r) block 16, 6 levels, short prompts and long outputs (64-512) in 200 usable blocks,
+#     threshold 64, budget 512: decode-growth thrash (~850 preemptions), self-preemptions
+#     after which the running loop goes on scheduling higher-priority requests
+run r_prio_bs16_decode_thrash $PRIO --num-priorities 6 --seed 65 --num-requests 250 --prompt-min 16 --prompt-max 256 --output-min 64 --output-max 512 --arrival-rate 0.05 --block-size 16 --num-blocks 201 --max-num-seqs 40 --max-num-batched-tokens 512 --long-prefill-token-threshold 64 --max-model-len 4096
