@@ -125,6 +125,7 @@ enum Command {
 enum SiteArg {
     Queue,
     Evict,
+    Preempt,
     Pred,
     Work,
     Time,
@@ -135,6 +136,7 @@ impl SiteArg {
         match self {
             SiteArg::Queue => eval::Site::Queue,
             SiteArg::Evict => eval::Site::Evict,
+            SiteArg::Preempt => eval::Site::Preempt,
             SiteArg::Pred => eval::Site::Pred,
             SiteArg::Work => eval::Site::Work,
             SiteArg::Time => eval::Site::Time,

@@ -126,3 +126,26 @@ fn clif_lists_each_function_with_and_without_opt() {
         "--opt prints the same functions"
     );
 }
+
+/// R18 keys through `poolc eval --site preempt`: vLLM's priority victim keys
+/// (examples/vllm_priority.pool) are the negated priority and serial, the same from
+/// the JIT and the interpreter; a pool that preempts lifo has no preempt keys.
+#[test]
+fn eval_preempt_keys_of_the_priority_spec() {
+    for interp in [false, true] {
+        let mut args = vec!["priority=3", "serial=17"];
+        if interp {
+            args.push("--interp");
+        }
+        let o = eval("examples/vllm_priority.pool", "kv", "preempt", &args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(stdout(&o), "-3.0\n-17.0\n");
+    }
+    let o = eval("examples/vllm.pool", "kv", "preempt", &[]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("preempts by no keys"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -58,6 +58,17 @@ const OURS: [(&str, usize); 7] = [
     ("m_bs8_odd_budget", 2622),
 ];
 
+/// Our recordings of vLLM's priority policy (`--policy priority`, README.md there)
+/// and their steps: `poolc conform` replays them with examples/vllm_priority.pool
+/// when no spec is given.
+const PRIORITY: [(&str, usize); 5] = [
+    ("n_prio_bs16_long_chunks", 4637),
+    ("o_prio_bs32_chunk_preempt", 3360),
+    ("p_prio_bs16_prefix_tree", 3380),
+    ("q_prio_bs32_eight_levels", 6510),
+    ("r_prio_bs16_decode_thrash", 7834),
+];
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -106,6 +117,65 @@ fn every_shared_scenario_matches_step_for_step() {
 fn every_scenario_of_ours_matches_step_for_step() {
     let dirs: Vec<PathBuf> = OURS.iter().map(|(n, _)| ours().join(n)).collect();
     all_match(&dirs, &OURS);
+}
+
+#[test]
+fn every_priority_scenario_matches_step_for_step_with_the_default_spec() {
+    let dirs: Vec<PathBuf> = PRIORITY.iter().map(|(n, _)| ours().join(n)).collect();
+    all_match(&dirs, &PRIORITY);
+}
+
+/// A spec named with `--spec` is used for every scenario: vLLM's FCFS spec matches
+/// an FCFS recording and diverges on a priority one. (The other way round, the
+/// priority spec matches every FCFS recording, whose priorities are all 0: with
+/// equal priorities vLLM's two policies decided alike on all of them.)
+#[test]
+fn a_named_spec_is_used_for_every_scenario() {
+    let prio = ours().join(PRIORITY[0].0);
+    let fcfs = shared().join("c_fcfs_preempt");
+    let spec = root().join("examples/vllm.pool");
+    let o = poolc(&[
+        "conform",
+        "--spec",
+        spec.to_str().expect("UTF-8"),
+        fcfs.to_str().expect("UTF-8"),
+        prio.to_str().expect("UTF-8"),
+    ]);
+    let (out, err) = text(&o);
+    assert!(
+        out.contains("c_fcfs_preempt: all 4083 steps match"),
+        "{out}{err}"
+    );
+    assert!(
+        out.contains(&format!("{}: step ", PRIORITY[0].0)),
+        "{out}{err}"
+    );
+    assert_eq!(o.status.code(), Some(1));
+}
+
+/// Each of the priority spec's three rules is needed: with FCFS's queue, with lifo
+/// victims or with victims back at the head, some recording diverges.
+#[test]
+fn each_rule_of_the_priority_spec_is_needed() {
+    let spec = fs::read_to_string(root().join("examples/vllm_priority.pool")).expect("spec");
+    let variants = [
+        ("queue by (priority, serial);", "queue fifo;"),
+        ("preempt by (-priority, -serial);", "preempt lifo;"),
+        ("requeue keyed;", ""),
+    ];
+    for (rule, instead) in variants {
+        assert!(spec.contains(rule), "{rule}");
+        let compiled = compile(&spec.replace(rule, instead));
+        let diverged = PRIORITY.iter().any(|(name, _)| {
+            !conform::check(&compiled, &ours().join(name), None)
+                .expect("replays")
+                .matches()
+        });
+        assert!(
+            diverged,
+            "without `{rule}` every priority recording still matches"
+        );
+    }
 }
 
 /// `--out` writes the replay in the steps.jsonl schema: every step line is the

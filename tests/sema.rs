@@ -523,6 +523,52 @@ fn k2_kinds_and_spill_cycles() {
 }
 
 #[test]
+fn r18_preempt_keys_read_a_resident_row_and_the_moment() {
+    // Attributes by id (serial 0, arrival 1, priority 2), then `units`, `computed`,
+    // `admitted` in the row (per resident); `now` and the query in the ctx.
+    let src = "stage e { step; } session { priority = 0; }
+        pool kv { preempt by (-priority, units - computed, now - admitted, free(kv), serial);
+                  requeue keyed; admit via e; }";
+    let p = ok(src);
+    let kv = p.pool(p.find_pool("kv").unwrap());
+    let l = &kv.resident_layout;
+    assert_eq!(
+        l.row,
+        vec![
+            Input::Attr(AttrId(0)),
+            Input::Attr(AttrId(2)),
+            Input::Var(Var::Units),
+            Input::Var(Var::Computed),
+            Input::Var(Var::Admitted)
+        ]
+    );
+    assert_eq!(l.ctx.len(), 2);
+    assert_eq!(l.ctx[0], Input::Var(Var::Now));
+    assert!(matches!(l.ctx[1], Input::Query(_)));
+    let PreemptMode::By(keys) = &kv.preempt else {
+        panic!("preempt by")
+    };
+    assert_eq!(keys.len(), 5);
+    assert_eq!(
+        keys[2].expr,
+        Expr::Binary(
+            BinaryOp::Sub,
+            Box::new(Expr::Slot(Slot::Ctx(0))),
+            Box::new(Expr::Slot(Slot::Row(4)))
+        )
+    );
+    assert_eq!(kv.requeue, Requeue::Keyed);
+    // The queue and entry layouts are untouched by preempt keys.
+    assert!(kv.queue_layout.row.is_empty() && kv.entry_layout.row.is_empty());
+}
+
+#[test]
+fn d3_admitted_is_a_context_variable_name() {
+    let d = errs("session { admitted; }");
+    assert_eq!(codes(&d), vec!["D3"]);
+}
+
+#[test]
 fn k3_lifo_needs_admit_via() {
     let d = errs("pool kv { preempt lifo; }");
     assert_eq!(codes(&d), vec!["K3"]);

@@ -26,8 +26,8 @@ use std::fmt;
 use crate::codegen::Compiled;
 use crate::interp;
 use crate::ir::{
-    self, Evict, Expr, Input, Layout, Member, PoolId, Program, Query, QueryKind, QueryTarget,
-    QueuePolicy, Read, ReadSet, SiteExpr, Slot, StageId, Var,
+    self, Evict, Expr, Input, Layout, Member, PoolId, PreemptMode, Program, Query, QueryKind,
+    QueryTarget, QueuePolicy, Read, ReadSet, SiteExpr, Slot, StageId, Var,
 };
 
 /// Which expressions of a pool (or stage) to evaluate.
@@ -37,6 +37,8 @@ pub enum Site {
     Queue,
     /// `evict by (…)`: one value per key, on the entry layout.
     Evict,
+    /// `preempt by (…)`: one value per key, on the resident layout (R18).
+    Preempt,
     /// The spill `when (…)` predicate.
     Pred,
     /// The spill `(…)` work expression.
@@ -46,12 +48,20 @@ pub enum Site {
 }
 
 impl Site {
-    pub const ALL: [Site; 5] = [Site::Queue, Site::Evict, Site::Pred, Site::Work, Site::Time];
+    pub const ALL: [Site; 6] = [
+        Site::Queue,
+        Site::Evict,
+        Site::Preempt,
+        Site::Pred,
+        Site::Work,
+        Site::Time,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Site::Queue => "queue",
             Site::Evict => "evict",
+            Site::Preempt => "preempt",
             Site::Pred => "pred",
             Site::Work => "work",
             Site::Time => "time",
@@ -120,7 +130,7 @@ impl fmt::Display for EvalError {
             }
             EvalError::UnknownSite(s) => write!(
                 f,
-                "unknown site `{s}`; expected one of queue, evict, pred, work, time"
+                "unknown site `{s}`; expected one of queue, evict, preempt, pred, work, time"
             ),
             EvalError::SiteAbsent { pool, site, why } => {
                 write!(f, "pool `{pool}` has no {} expressions: {why}", site.name())
@@ -242,6 +252,9 @@ impl SiteRef {
             Site::Evict if matches!(pool.evict, Evict::Lru) => {
                 Err(absent("it evicts lru (release time, then release order)"))
             }
+            Site::Preempt if !matches!(pool.preempt, PreemptMode::By(_)) => {
+                Err(absent("it preempts by no keys (`preempt none` or `lifo`)"))
+            }
             Site::Pred | Site::Work if pool.spill.is_none() => Err(absent("it does not spill")),
             _ => Ok(SiteRef::Pool(id, site)),
         }
@@ -260,6 +273,10 @@ impl SiteRef {
                 match (site, &pool.queue, &pool.evict) {
                     (Site::Queue, QueuePolicy::By(keys), _) => (&pool.queue_layout, keys),
                     (Site::Evict, _, Evict::By(keys)) => (&pool.entry_layout, keys),
+                    (Site::Preempt, _, _) => match &pool.preempt {
+                        PreemptMode::By(keys) => (&pool.resident_layout, keys),
+                        _ => unreachable!("SiteRef::find admits only sites the pool has"),
+                    },
                     (Site::Pred, _, _) => (&pool.entry_layout, std::slice::from_ref(&spill().pred)),
                     (Site::Work, _, _) => (&pool.entry_layout, std::slice::from_ref(&spill().work)),
                     _ => unreachable!("SiteRef::find admits only sites the pool has"),
@@ -277,6 +294,7 @@ impl SiteRef {
                 match site {
                     Site::Queue => policy.queue.as_ref().expect(missing).key(i, row, ctx),
                     Site::Evict => policy.evict.as_ref().expect(missing).key(i, row, ctx),
+                    Site::Preempt => policy.preempt.as_ref().expect(missing).key(i, row, ctx),
                     Site::Pred => policy.spill.as_ref().expect(missing).pred(row, ctx),
                     Site::Work => policy.spill.as_ref().expect(missing).work(row, ctx),
                     Site::Time => unreachable!("a pool site is never Time"),
