@@ -69,6 +69,21 @@ const PRIORITY: [(&str, usize); 5] = [
     ("r_prio_bs16_decode_thrash", 7834),
 ];
 
+/// Recordings of vLLM driven by poolc's plugin with non-FCFS specs
+/// (tests/data/vllm-plugin/make_scenarios.sh): `poolc conform` with no `--spec` takes
+/// the spec and clock from their config.json and predicts every step.
+const PLUGIN: [(&str, usize); 5] = [
+    ("p1_sjf_aging", 3070),
+    ("p2_ascend_lanes", 3599),
+    ("p3_largest_victim", 2982),
+    ("p4_fits_first", 2850),
+    ("p5_sjf_idle_gaps", 1145),
+];
+
+fn plugin() -> PathBuf {
+    root().join("tests/data/vllm-plugin")
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -123,6 +138,46 @@ fn every_scenario_of_ours_matches_step_for_step() {
 fn every_priority_scenario_matches_step_for_step_with_the_default_spec() {
     let dirs: Vec<PathBuf> = PRIORITY.iter().map(|(n, _)| ours().join(n)).collect();
     all_match(&dirs, &PRIORITY);
+}
+
+#[test]
+fn every_plugin_recording_matches_the_spec_it_was_recorded_with() {
+    let dirs: Vec<PathBuf> = PLUGIN.iter().map(|(n, _)| plugin().join(n)).collect();
+    all_match(&dirs, &PLUGIN);
+}
+
+/// Not vacuous: vLLM's own FCFS spec diverges on every plugin recording.
+#[test]
+fn the_fcfs_spec_diverges_on_every_plugin_recording() {
+    let compiled = compile(&vllm_spec());
+    for (name, _) in PLUGIN {
+        let outcome = conform::check(&compiled, &plugin().join(name), None).expect("replays");
+        assert!(!outcome.matches(), "{name} matches FCFS");
+    }
+}
+
+/// A plugin recording's clock is read from config.json: without it (one time unit
+/// per step) a spec whose keys read `waited` diverges.
+#[test]
+fn the_plugin_clock_is_replayed() {
+    let tmp = scratch("clock");
+    let dir = tmp.join("p1_sjf_aging");
+    copy_scenario(&plugin().join("p1_sjf_aging"), &dir);
+    let path = dir.join("config.json");
+    let mut config: Value =
+        serde_json::from_str(&fs::read_to_string(&path).expect("config")).expect("JSON");
+    assert_eq!(config["additional_config"]["poolc"]["clock_step"], 0.5);
+    config["additional_config"]["poolc"]["clock_step"] = 1.into();
+    fs::write(&path, config.to_string()).expect("write");
+    let o = poolc(&["conform", dir.to_str().expect("UTF-8")]);
+    let (out, err) = text(&o);
+    assert!(out.contains("p1_sjf_aging: step "), "{out}{err}");
+    assert_eq!(o.status.code(), Some(1));
+    config["additional_config"]["poolc"]["clock_step"] = 0.3.into();
+    fs::write(&path, config.to_string()).expect("write");
+    let (_, err) = text(&poolc(&["conform", dir.to_str().expect("UTF-8")]));
+    assert!(err.contains("clock_step"), "{err}");
+    let _ = fs::remove_dir_all(&tmp);
 }
 
 /// A spec named with `--spec` is used for every scenario: vLLM's FCFS spec matches
@@ -334,6 +389,7 @@ fn settings_map_and_refuse_as_documented() {
     assert_eq!(
         s,
         Settings {
+            plugin: None,
             policy: Policy::Fcfs,
             block: 16,
             usable_blocks: 8191,

@@ -59,7 +59,7 @@ class Spec:
 
     def eval(self, pool, site, interp=False, **inputs):
         """One site's values on named inputs, as ``poolc eval`` gives them: ``site`` is
-        ``queue``, ``evict``, ``pred``, ``work`` or ``time`` (``pool`` then names a
+        ``queue``, ``evict``, ``preempt``, ``pred``, ``work`` or ``time`` (``pool`` then names a
         stage). Queries are written as the source writes them, so pass them with
         ``**{"free(kv)": 3}``."""
         values = [(k, float(v)) for k, v in inputs.items()]
@@ -73,6 +73,20 @@ class Spec:
         attribute takes its default (``serial`` the session number, ``arrival`` the
         enqueue time)."""
         return self._native.pool(name, member, attrs)
+
+    def keys(self, pool, site):
+        """The compiled key list of ``site`` (``queue``, ``evict`` or ``preempt``) of
+        ``pool``, for a host that fills its own rows: ``keys.row`` and ``keys.ctx`` name
+        the inputs of each slot, ``keys.select(rows, n, ctx)`` gives the index of the
+        least of ``n`` rows (flat, one after another) by the compiled scan, and
+        ``keys.values(row, ctx)`` the keys' values. Raises ``PoolError``."""
+        return self._native.keys(pool, site)
+
+    def shape(self):
+        """Pools (name, count, cap, block, spill, admit_via, queue, evict, preempt,
+        requeue), stages (name, count, kind, budget, seats, chunk) and the session
+        attributes' defaults, as a dict: what a host checks a spec against."""
+        return self._native.shape()
 
     def build(self, path, *, target=None, header=None):
         """Writes a shared object of the spec's policies (as ``poolc build``) and its

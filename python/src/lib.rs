@@ -1,12 +1,14 @@
 //! `poolc._native`: the Python package's native module. It exposes the same library
 //! code the `poolc` binary runs — `poolc::check` and the JIT, `ir::dump`, `tools::eval`,
-//! `aot::build`, `tools::run` and the trace readers — to the thin Python layer in
+//! `aot::build`, `tools::run`, the trace readers and compiled key lists (`keys.rs`) —
+//! to the thin Python layer in
 //! python/poolc/, which owns the public names and signatures (docs/PYTHON.md). It
 //! re-implements nothing: every result is the Rust library's, converted to Python
 //! values at the boundary. It never panics across the boundary on bad input (every
 //! error becomes one of the exceptions of `poolc.errors`), and it releases the GIL
 //! while a replay runs.
 
+mod keys;
 mod pool;
 
 use std::fs::File;
@@ -187,6 +189,97 @@ impl Spec {
             ));
         }
         pool::Pool::new(py, program, &self.compiled, id, member, attrs)
+    }
+
+    /// The compiled key list of `site` (`queue`, `evict`, `preempt`) of `pool`, for
+    /// a Python host that fills its own rows.
+    fn keys(&self, py: Python<'_>, pool: &str, site: &str) -> PyResult<keys::Keys> {
+        keys::Keys::new(py, &self.compiled, pool, site)
+    }
+
+    /// The IR facts a Python host checks a spec against: per pool its name, family
+    /// size, `cap` (None: inf), `block`, whether it spills, its `admit via` stage,
+    /// and its queue, evict, preempt and requeue modes; per stage its name, family
+    /// size, kind, `budget`, `seats` and `chunk` (None: inf).
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        use poolc::ir::{Evict, Limit, PreemptMode, QueuePolicy, Requeue, StageKind};
+        let p = self.compiled.program();
+        let limit = |l: Limit| match l {
+            Limit::Finite(n) => Some(n),
+            Limit::Unbounded => None,
+        };
+        let pools = PyList::empty(py);
+        for pool in &p.pools {
+            let d = PyDict::new(py);
+            d.set_item("name", &pool.name)?;
+            d.set_item("count", pool.count)?;
+            d.set_item("cap", limit(pool.cap))?;
+            d.set_item("block", pool.block_units())?;
+            d.set_item("spill", pool.spill.is_some())?;
+            d.set_item(
+                "admit_via",
+                pool.admit_via.map(|j| p.stage(j.target).name.clone()),
+            )?;
+            d.set_item(
+                "queue",
+                match pool.queue {
+                    QueuePolicy::Fifo => "fifo",
+                    QueuePolicy::By(_) => "by",
+                },
+            )?;
+            d.set_item(
+                "evict",
+                match pool.evict {
+                    Evict::Lru => "lru",
+                    Evict::By(_) => "by",
+                },
+            )?;
+            d.set_item(
+                "preempt",
+                match pool.preempt {
+                    PreemptMode::None => "none",
+                    PreemptMode::Lifo => "lifo",
+                    PreemptMode::By(_) => "by",
+                },
+            )?;
+            d.set_item(
+                "requeue",
+                match pool.requeue {
+                    Requeue::Head => "head",
+                    Requeue::Keyed => "keyed",
+                },
+            )?;
+            pools.append(d)?;
+        }
+        let stages = PyList::empty(py);
+        for stage in &p.stages {
+            let d = PyDict::new(py);
+            d.set_item("name", &stage.name)?;
+            d.set_item("count", stage.count)?;
+            d.set_item(
+                "kind",
+                match stage.kind {
+                    StageKind::Step => "step",
+                    StageKind::Link => "link",
+                },
+            )?;
+            d.set_item("budget", limit(stage.budget))?;
+            d.set_item("seats", limit(stage.seats))?;
+            d.set_item("chunk", limit(stage.chunk))?;
+            stages.append(d)?;
+        }
+        let out = PyDict::new(py);
+        out.set_item("pools", pools)?;
+        out.set_item("stages", stages)?;
+        out.set_item(
+            "defaults",
+            p.session
+                .attrs
+                .iter()
+                .map(|a| (a.name.clone(), a.default))
+                .collect::<Vec<_>>(),
+        )?;
+        Ok(out)
     }
 
     /// Builds a shared object as `poolc build` does; gives (library, header) paths.
@@ -491,6 +584,7 @@ fn sessions<'py>(py: Python<'py>, w: &Workload) -> PyResult<Bound<'py, PyList>> 
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Spec>()?;
     m.add_class::<pool::Pool>()?;
+    m.add_class::<keys::Keys>()?;
     m.add_function(wrap_pyfunction!(compile_source, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;

@@ -95,6 +95,8 @@ def test_set_overrides_a_param_as_the_cli_does(cli):
         ("examples/tiered.pool", "kv", "pred", {"size": 16}, 0.0),
         ("examples/tiered.pool", "kv", "work", {"units": 16}, None),
         ("examples/vllm.pool", "engine", "time", {"tokens": 300}, None),
+        # vLLM's priority victim keys (R18): (-priority, -serial).
+        ("examples/vllm_priority.pool", "kv", "preempt", {"priority": 2, "serial": 9}, -2.0),
     ],
 )
 def test_eval_is_what_poolc_eval_prints(cli, example, pool, site, inputs, first):
@@ -124,3 +126,31 @@ def test_build_writes_a_library_the_cli_can_run(cli, tmp_path):
     assert pathlib.Path(lib).is_file() and pathlib.Path(header).is_file()
     out = cli("run", "examples/vllm.pool", "--synthetic", "200", "--policy", lib, "--json")
     assert out.returncode == 0, out.stderr
+
+
+def test_keys_select_with_the_compiled_scan():
+    # vLLM's priority victim, `preempt by (-priority, -serial)`: rows (serial,
+    # priority); the least is the highest priority number, the latest among equals.
+    keys = poolc.compile("examples/vllm_priority.pool").keys("kv", "preempt")
+    assert (keys.row, keys.ctx, len(keys), keys.fixed) == (["serial", "priority"], [], 2, True)
+    rows = [0.0, 1.0, 1.0, 3.0, 2.0, 3.0, 3.0, 0.0]
+    assert keys.select(rows, 4, []) == 2
+    assert keys.values([2.0, 3.0], []) == [-3.0, -2.0]
+    assert keys.select([], 0, []) is None
+    with pytest.raises(poolc.PoolError, match="4 rows of 2 slots"):
+        keys.select(rows[:-1], 4, [])
+    # `waited` makes the Ascend lanes depend on the moment: not fixed, `now` in ctx.
+    lanes = poolc.compile("examples/ascend.pool").keys("kv", "queue")
+    assert lanes.ctx == ["now"] and not lanes.fixed
+    with pytest.raises(poolc.PoolError, match="queues fifo"):
+        poolc.compile("examples/vllm.pool").keys("kv", "queue")
+
+
+def test_shape_gives_what_a_host_checks():
+    shape = poolc.compile("examples/vllm_priority.pool").shape()
+    (kv,) = shape["pools"]
+    assert (kv["name"], kv["count"], kv["block"], kv["admit_via"]) == ("kv", 1, 16, "engine")
+    assert (kv["queue"], kv["evict"], kv["preempt"], kv["requeue"], kv["spill"]) == ("by", "lru", "by", "keyed", False)
+    (engine,) = shape["stages"]
+    assert (engine["kind"], engine["budget"], engine["seats"], engine["chunk"]) == ("step", 8192, 256, None)
+    assert dict(shape["defaults"])["priority"] == 0.0

@@ -36,21 +36,30 @@ pub struct ConformArgs {
     set: SetArgs,
 }
 
-/// A spec compiled once per run, however many scenarios use it.
+/// A spec compiled once per run with the same `--set` values, however many
+/// scenarios use it.
 struct Specs {
-    options: poolc::Options,
-    compiled: Vec<(PathBuf, Option<Compiled>)>,
+    /// The command line's `--set`: applied after a plugin recording's own.
+    set: Vec<(String, f64)>,
+    compiled: Vec<(SpecKey, Option<Compiled>)>,
 }
 
+/// A spec file and the `--set` values it was compiled with.
+type SpecKey = (PathBuf, Vec<(String, f64)>);
+
 impl Specs {
-    /// The compiled spec at `path`; its diagnostics are printed the first time and
-    /// `None` is returned then and after.
-    fn get(&mut self, path: PathBuf) -> Option<&Compiled> {
-        let at = match self.compiled.iter().position(|(p, _)| *p == path) {
+    /// The compiled spec at `path` with `set` then the command line's values; its
+    /// diagnostics are printed the first time and `None` is returned then and after.
+    fn get(&mut self, path: PathBuf, set: &[(String, f64)]) -> Option<&Compiled> {
+        let mut all = set.to_vec();
+        all.extend(self.set.iter().cloned());
+        let key = (path, all);
+        let at = match self.compiled.iter().position(|(k, _)| *k == key) {
             Some(at) => at,
             None => {
-                let compiled = compile(&path, &self.options);
-                self.compiled.push((path, compiled));
+                let options = poolc::Options { set: key.1.clone() };
+                let compiled = compile(&key.0, &options);
+                self.compiled.push((key, compiled));
                 self.compiled.len() - 1
             }
         };
@@ -77,12 +86,12 @@ fn compile(path: &std::path::Path, options: &poolc::Options) -> Option<Compiled>
 
 pub fn run(args: ConformArgs) -> ExitCode {
     let mut specs = Specs {
-        options: args.set.options(),
+        set: args.set.options().set,
         compiled: Vec::new(),
     };
     // A spec given on the command line is checked before any scenario is read.
     if let Some(spec) = &args.spec
-        && specs.get(spec.clone()).is_none()
+        && specs.get(spec.clone(), &[]).is_none()
     {
         return ExitCode::from(1);
     }
@@ -96,11 +105,18 @@ pub fn run(args: ConformArgs) -> ExitCode {
                 continue;
             }
         };
-        let path = args
-            .spec
-            .clone()
-            .unwrap_or_else(|| bundled(default_spec(scenario.settings.policy)));
-        let Some(compiled) = specs.get(path) else {
+        // Without --spec: the spec a plugin recording names (with its --set values),
+        // else vLLM's own policy's.
+        let plugin = scenario.settings.plugin.as_ref();
+        let (path, set) = match (&args.spec, plugin.and_then(|p| p.spec.as_deref())) {
+            (Some(spec), _) => (spec.clone(), Vec::new()),
+            (None, Some(spec)) => (
+                bundled(spec),
+                plugin.map(|p| p.set.clone()).unwrap_or_default(),
+            ),
+            (None, None) => (bundled(default_spec(scenario.settings.policy)), Vec::new()),
+        };
+        let Some(compiled) = specs.get(path, &set) else {
             all_match = false;
             continue;
         };

@@ -82,7 +82,7 @@ pub fn fit(config: &mut HostConfig, settings: &Settings) -> Result<Engine, Oracl
         step.budget = fin(settings.budget);
         step.seats = fin(settings.seats);
         step.chunk = settings.chunk.map_or(Limit::Unbounded, fin);
-        step.time = IterTime::Fixed(1.0);
+        step.time = IterTime::Fixed(Clock::of(settings).seconds());
     }
     if let Some(member) = config
         .pools
@@ -95,15 +95,89 @@ pub fn fit(config: &mut HostConfig, settings: &Settings) -> Result<Engine, Oracl
     Ok(engine)
 }
 
-/// The workload as the host reads it: arrival time = `arrival_step`, and one extra
-/// field, `priority` (a spec that declares the attribute reads it).
+/// How host time stands for vLLM steps.
+#[derive(Clone, Debug, PartialEq)]
+enum Clock {
+    /// One time unit per step; a time with no iteration is an idle step.
+    Steps,
+    /// A poolc plugin's clock (`clock_step`): `step` seconds per `schedule()` call, and
+    /// an idle step (vLLM does not call `schedule()`) takes no time. `busy` lists the
+    /// recorded steps that called it, in order: host iteration k is step `busy[k]`.
+    Calls { step: f64, busy: Vec<u64> },
+}
+
+impl Clock {
+    fn of(settings: &Settings) -> Clock {
+        match settings.plugin.as_ref().and_then(|p| p.clock_step) {
+            None => Clock::Steps,
+            Some(step) => Clock::Calls {
+                step,
+                busy: Vec::new(),
+            },
+        }
+    }
+
+    /// The clock of a scenario, with its busy steps.
+    fn of_scenario(scenario: &Scenario) -> Clock {
+        match Clock::of(&scenario.settings) {
+            Clock::Steps => Clock::Steps,
+            Clock::Calls { step, .. } => Clock::Calls {
+                step,
+                busy: scenario
+                    .recorded
+                    .iter()
+                    .filter(|(_, s)| !s.is_idle())
+                    .map(|(_, s)| s.step)
+                    .collect(),
+            },
+        }
+    }
+
+    /// Seconds per iteration.
+    fn seconds(&self) -> f64 {
+        match self {
+            Clock::Steps => 1.0,
+            Clock::Calls { step, .. } => *step,
+        }
+    }
+
+    /// The host time of an arrival at step `a`: the calls before it, in seconds.
+    fn arrival(&self, a: u64) -> f64 {
+        match self {
+            Clock::Steps => a as f64,
+            Clock::Calls { step, busy } => busy.partition_point(|&b| b < a) as f64 * step,
+        }
+    }
+
+    /// The step of an iteration starting at host time `t`, if `t` is one.
+    fn step_at(&self, t: f64) -> Option<u64> {
+        let k = t / self.seconds();
+        if !(k >= 0.0 && k.fract() == 0.0) {
+            return None;
+        }
+        let k = k as u64;
+        Some(match self {
+            Clock::Steps => k,
+            Clock::Calls { busy, .. } => match busy.get(k as usize) {
+                Some(&s) => s,
+                // Past the recording: one step per iteration after its last busy step.
+                None => busy.last().map_or(0, |&l| l + 1) + (k - busy.len() as u64),
+            },
+        })
+    }
+}
+
+/// The workload as the host reads it: arrival time = `arrival_step` (or, under a
+/// plugin's clock, the `schedule()` calls before it times `clock_step`), and one
+/// extra field, `priority` (a spec that declares the attribute reads it).
 pub fn workload(scenario: &Scenario) -> Workload {
+    let clock = Clock::of_scenario(scenario);
     let sessions = scenario
         .requests
         .iter()
         .enumerate()
         .map(|(i, r)| SessionSpec {
-            arrival: r.arrival_step as f64,
+            arrival: clock.arrival(r.arrival_step),
             prompt: r.prompt,
             output: r.output,
             runs: r
@@ -206,7 +280,7 @@ pub fn replay(mut config: HostConfig, scenario: &Scenario) -> Result<Replay, Ora
             ..RunOptions::default()
         })
         .map_err(OracleError::Host)?;
-    let steps = to_steps(scenario, &keeper.kept)?;
+    let steps = to_steps(scenario, &Clock::of_scenario(scenario), &keeper.kept)?;
     let summary = Summary::of(scenario, &steps);
     Ok(Replay {
         steps,
@@ -216,9 +290,10 @@ pub fn replay(mut config: HostConfig, scenario: &Scenario) -> Result<Replay, Ora
     })
 }
 
-/// One vLLM step per time unit: iteration lines become steps at their start time,
-/// and a time with no iteration is an idle step that carries the queues over.
-fn to_steps(scenario: &Scenario, kept: &[Kept]) -> Result<Vec<Step>, OracleError> {
+/// Iteration lines become steps at their start time (one step per time unit, or the
+/// plugin's clock), and a step with no iteration is an idle step that carries the
+/// queues over.
+fn to_steps(scenario: &Scenario, clock: &Clock, kept: &[Kept]) -> Result<Vec<Step>, OracleError> {
     let s = &scenario.settings;
     let id = |v: SessionId| -> Result<String, OracleError> {
         usize::try_from(v.0)
@@ -233,14 +308,14 @@ fn to_steps(scenario: &Scenario, kept: &[Kept]) -> Result<Vec<Step>, OracleError
     let mut by_step: Vec<(u64, &Kept)> = Vec::with_capacity(kept.len());
     for k in kept {
         let t = k.start;
-        // With one time unit per iteration and whole arrival steps every start is a
-        // whole number; anything else means the mapping broke.
-        if t.fract() != 0.0 || t < 0.0 {
+        // Every start is a whole number of iterations (one time unit each, or the
+        // plugin's clock step, a power of two so that sums are exact); anything else
+        // means the mapping broke.
+        let Some(step) = clock.step_at(t) else {
             return Err(OracleError::Mapping(format!(
                 "an iteration starts at t = {t}"
             )));
-        }
-        let step = t as u64;
+        };
         if by_step.last().is_some_and(|&(prev, _)| prev >= step) {
             return Err(OracleError::Mapping(format!(
                 "two iterations at or before step {step}"

@@ -21,8 +21,21 @@ enum Honoured {
     Flag(bool),
 }
 
+/// What a recording made through poolc's vLLM plugin (`poolc.vllm.Scheduler`,
+/// docs/VLLM.md) says of it: config.json's `additional_config.poolc`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plugin {
+    /// The spec the plugin scheduled with, as given to it.
+    pub spec: Option<String>,
+    /// Its `--set` values.
+    pub set: Vec<(String, f64)>,
+    /// `clock_step`: the plugin's `now` was the number of `schedule()` calls so far
+    /// times this many seconds; the replay runs the same clock.
+    pub clock_step: Option<f64>,
+}
+
 /// The scheduler parameters of a scenario, in the spec's terms.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     /// `policy`: which of vLLM's two scheduling policies was recorded. The replay
     /// follows the spec's policies whatever it says; it tells which spec to use.
@@ -39,6 +52,8 @@ pub struct Settings {
     pub chunk: Option<u64>,
     /// `max_model_len`: checked against the workload, never binding (FORMAT.md rule 3).
     pub max_model_len: u64,
+    /// Present when the scenario was recorded through poolc's vLLM plugin.
+    pub plugin: Option<Plugin>,
 }
 
 /// vLLM 0.33's `--scheduling-policy`.
@@ -240,7 +255,14 @@ impl Settings {
                 "max_num_seqs and max_num_batched_tokens must be at least 1".to_string(),
             ));
         }
+        let plugin = match config.get("additional_config").and_then(|a| a.get("poolc")) {
+            None => None,
+            Some(p) => {
+                Some(plugin(p).map_err(|m| format_err(format!("additional_config.poolc: {m}")))?)
+            }
+        };
         Ok(Settings {
+            plugin,
             policy,
             block,
             usable_blocks,
@@ -250,4 +272,41 @@ impl Settings {
             max_model_len,
         })
     }
+}
+
+/// Reads `additional_config.poolc` (the plugin's own checks made it well formed).
+fn plugin(p: &Value) -> Result<Plugin, String> {
+    let spec = match p.get("spec") {
+        None => None,
+        Some(v) => Some(v.as_str().ok_or("`spec` is not a string")?.to_string()),
+    };
+    let mut set = Vec::new();
+    if let Some(v) = p.get("set") {
+        let obj = v.as_object().ok_or("`set` is not an object")?;
+        for (k, v) in obj {
+            let x = v
+                .as_f64()
+                .ok_or_else(|| format!("`set.{k}` is not a number"))?;
+            set.push((k.clone(), x));
+        }
+    }
+    let clock_step = match p.get("clock_step") {
+        None | Some(Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            // A power of two, or a small multiple of one: the plugin's `now` is
+            // calls × step and the host's a sum of steps, equal only when exact.
+            Some(x) if x > 0.0 && x.is_finite() && (x * 1_048_576.0).fract() == 0.0 => Some(x),
+            _ => {
+                return Err(format!(
+                    "`clock_step` {v} is not a number > 0 that is a multiple of 2^-20 (the \
+                     replay's clock must add up exactly: use 1, 0.5, 0.25, …)"
+                ));
+            }
+        },
+    };
+    Ok(Plugin {
+        spec,
+        set,
+        clock_step,
+    })
 }

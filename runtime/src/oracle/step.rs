@@ -48,6 +48,19 @@ fn id_list(ids: &[String]) -> String {
 }
 
 impl Step {
+    /// Whether vLLM did not call `schedule()` in this step: nothing was unfinished
+    /// (FORMAT.md "steps.jsonl": an idle gap between arrivals).
+    pub fn is_idle(&self) -> bool {
+        self.arrivals.is_empty()
+            && self.admitted.is_empty()
+            && self.cont.is_empty()
+            && self.preempted.is_empty()
+            && self.finished.is_empty()
+            && self.n_sched_tokens == 0
+            && self.running == 0
+            && self.waiting == 0
+    }
+
     /// The compact JSON line, keys in the oracle's order (no newline).
     pub fn to_line(&self) -> String {
         let admitted: Vec<String> = self

@@ -1,0 +1,440 @@
+"""poolc.vllm: a Pool spec's policies inside vLLM 0.33's real v1 scheduler.
+
+``--scheduler-cls poolc.vllm.Scheduler`` (or ``poolc.vllm.AsyncScheduler``) with
+``--additional-config '{"poolc": {"spec": "path.pool", "set": {...}, "pool": "kv"}}'``
+(or the same JSON object in the environment variable ``POOLC_VLLM``) makes vLLM order
+its waiting queue by the spec's compiled ``queue by`` keys (R8), take its preemption
+victims as the spec says (``preempt lifo``: R13, vLLM's own FCFS victim; ``preempt by``:
+R18, the compiled keys), and put a victim back at the head or by its keys (R19). The
+keys are the spec's compiled functions (``Spec.keys``), called on rows this module fills
+from vLLM's requests; nothing here evaluates or orders a key any other way. Sizes stay
+vLLM's own. What is honoured and refused, and why: docs/VLLM.md.
+
+The hook points, all in vllm/v1/core/sched/scheduler.py (0.33.0): ``self.waiting`` and
+``self.kv_holding_waiting`` are request queues built in ``__init__`` and used only through
+the ``RequestQueue`` methods, so they are replaced by ``_PoolQueue``; the victim is chosen
+inline in ``schedule()`` as ``running[-1]`` (FCFS) or ``max(running, key=(priority,
+arrival_time))`` (PRIORITY): ``preempt lifo`` keeps the first, ``preempt by`` takes the
+second and makes the compiled choice the one maximum by ranking ``priority`` on the
+running requests for that one ``max`` (wrapping the ``allocate_slots`` call that fails,
+restored before the victim is preempted)."""
+
+import json
+import logging
+import os
+import time
+
+import poolc
+
+try:
+    from vllm.v1.core.sched.async_scheduler import AsyncScheduler as _VllmAsyncScheduler
+    from vllm.v1.core.sched.request_queue import RequestQueue, SchedulingPolicy
+    from vllm.v1.core.sched.scheduler import Scheduler as _VllmScheduler
+    from vllm.v1.request import RequestStatus
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError("poolc.vllm needs vLLM 0.33.0: pip install vllm==0.33.0") from e
+
+__all__ = ["AsyncScheduler", "ConfigError", "Scheduler", "settings"]
+
+_log = logging.getLogger("poolc.vllm")
+
+#: The environment variable that may carry the plugin's settings (a JSON object).
+ENV = "POOLC_VLLM"
+
+#: Queries a key may read, as the plugin answers them for the engine pool.
+_QUERIES = ("free", "used", "cached", "cap", "queued")
+
+
+class ConfigError(poolc.PoolcError):
+    """The settings or the spec cannot be honoured by the plugin (raised at start-up,
+    before any request is scheduled)."""
+
+
+def settings(vllm_config):
+    """The plugin's settings: ``additional_config["poolc"]``, else ``$POOLC_VLLM``."""
+    extra = getattr(vllm_config, "additional_config", None) or {}
+    got = extra.get("poolc") if isinstance(extra, dict) else None
+    if got is None and os.environ.get(ENV):
+        try:
+            got = json.loads(os.environ[ENV])
+        except ValueError as e:
+            raise ConfigError(f"${ENV} is not JSON: {e}") from e
+    if not isinstance(got, dict) or "spec" not in got:
+        raise ConfigError(
+            'poolc.vllm needs its settings: --additional-config \'{"poolc": {"spec": "PATH.pool"}}\' '
+            f"or ${ENV}"
+        )
+    unknown = sorted(set(got) - {"spec", "set", "pool", "clock_step"})
+    if unknown:
+        raise ConfigError(f"unknown poolc setting(s) {unknown}: expected spec, set, pool, clock_step")
+    step = got.get("clock_step")
+    if step is not None and not (isinstance(step, (int, float)) and step > 0):
+        raise ConfigError(f"clock_step must be a number > 0, not {step!r}")
+    return got
+
+
+class _Policy:
+    """The spec's policies for vLLM's one KV pool, checked against what the plugin can
+    honour, with the compiled key lists and the names their rows read."""
+
+    def __init__(self, conf):
+        try:
+            self.spec = poolc.compile(conf["spec"], set=conf.get("set") or {})
+        except (OSError, poolc.CompileError) as e:
+            raise ConfigError(f"poolc.vllm: the spec {conf['spec']!r} does not compile: {e}") from e
+        shape = self.spec.shape()
+        steps = [s for s in shape["stages"] if s["kind"] == "step"]
+        if len(steps) != 1 or steps[0]["count"] != 1:
+            raise ConfigError("poolc.vllm: the spec must have exactly one step stage of one member (vLLM's engine)")
+        self.stage = steps[0]
+        entry = [p for p in shape["pools"] if p["admit_via"] == self.stage["name"]]
+        if conf.get("pool") is not None:
+            entry = [p for p in entry if p["name"] == conf["pool"]]
+        if len(entry) != 1:
+            raise ConfigError(
+                f"poolc.vllm: exactly one pool must be admitted via `{self.stage['name']}` "
+                f"(or named by \"pool\"); found {[p['name'] for p in entry]}"
+            )
+        pool = entry[0]
+        self.pool = pool
+        why = None
+        if pool["count"] != 1:
+            why = "it is a family; vLLM has one KV cache"
+        elif pool["spill"]:
+            why = "it spills to a tier; vLLM 0.33's KV offloading is not the spec's tier"
+        elif pool["preempt"] == "none":
+            why = "`preempt none` makes a grower wait; vLLM always preempts (scheduler.py 930-980)"
+        elif pool["evict"] == "by":
+            why = "`evict by` is not honoured yet: vLLM evicts from its free-block queue in LRU order (docs/VLLM.md)"
+        if why:
+            raise ConfigError(f"poolc.vllm cannot honour pool `{pool['name']}`: {why}")
+        self.name = pool["name"]
+        self.queue = self._keys("queue") if pool["queue"] == "by" else None
+        self.preempt = self._keys("preempt") if pool["preempt"] == "by" else None
+        self.keyed = pool["requeue"] == "keyed"
+        self.defaults = dict(shape["defaults"])
+
+    def _keys(self, site):
+        keys = self.spec.keys(self.name, site)
+        allowed = {f"{q}({self.name})" for q in _QUERIES} | {f"residents({self.stage['name']})", "now"}
+        bad = [n for n in keys.ctx if n not in allowed]
+        if bad:
+            raise ConfigError(
+                f"poolc.vllm cannot answer {bad} in the {site} keys: it answers `now`, "
+                f"{sorted(allowed - {'now'})} (budget_left lives in schedule()'s locals)"
+            )
+        return keys
+
+    def differences(self, sched):
+        """The spec's sizes that vLLM's own replace, as (name, spec, vLLM) triples."""
+        cfg = sched.scheduler_config
+        usable = sched.kv_cache_config.num_blocks - 1
+        chunk = cfg.long_prefill_token_threshold or None
+        return [
+            (name, spec, vllm)
+            for name, spec, vllm in [
+                ("cap", self.pool["cap"], usable * sched.block_size),
+                ("block", self.pool["block"], sched.block_size),
+                ("budget", self.stage["budget"], cfg.max_num_batched_tokens),
+                ("seats", self.stage["seats"], cfg.max_num_seqs),
+                ("chunk", self.stage["chunk"], chunk),
+            ]
+            if spec != vllm
+        ]
+
+
+class _PoolQueue(RequestQueue):
+    """A waiting queue in the spec's order (R8): holds in enqueue order, the preempted
+    ones on a stack in front (the most recent on top) unless ``requeue keyed`` (R19)
+    puts them back at their first enqueue's place; ``queue by`` picks the least by the
+    compiled scan over rows filled at each selection, ties to enqueue order."""
+
+    def __init__(self, sched):
+        self._s = sched
+        self._held = []  # requests in enqueue (seq) order
+        self._stack = []  # preempted, most recent last
+        self._picked = None
+
+    def _insert(self, request):
+        seq = self._s._poolc_seq[request.request_id]
+        at = len(self._held)
+        while at > 0 and self._s._poolc_seq[self._held[at - 1].request_id] > seq:
+            at -= 1
+        self._held.insert(at, request)
+
+    def add_request(self, request):
+        self._s._poolc_enqueued(request)
+        self._insert(request)
+        self._picked = None
+
+    def prepend_request(self, request):
+        self._s._poolc_enqueued(request)
+        if self._s._poolc.keyed:
+            self._insert(request)
+        else:
+            self._stack.append(request)
+        self._picked = None
+
+    def prepend_requests(self, requests):
+        for r in reversed(list(requests)):
+            self.prepend_request(r)
+
+    def peek_request(self):
+        if self._stack:
+            self._picked = self._stack[-1]
+            return self._picked
+        if not self._held:
+            raise IndexError("peek from an empty queue")
+        keys = self._s._poolc.queue
+        if keys is None:
+            self._picked = self._held[0]
+            return self._picked
+        rows = []
+        for r in self._held:
+            rows.extend(self._s._poolc_queue_row(keys, r))
+        i = keys.select(rows, len(self._held), self._s._poolc_ctx(keys))
+        self._picked = self._held[i]
+        return self._picked
+
+    def pop_request(self):
+        # The request last peeked: vLLM peeks, allocates for it, then pops, and the
+        # allocation may change what the keys would select now (`computed`, queries).
+        r = self._picked if self._picked is not None else self.peek_request()
+        if self._stack and self._stack[-1] is r:
+            self._stack.pop()
+        else:
+            self._held.remove(r)
+        self._picked = None
+        self._s._poolc_admitted[r.request_id] = self._s._poolc_now
+        return r
+
+    def remove_request(self, request):
+        self.remove_requests([request])
+
+    def remove_requests(self, requests):
+        gone = {id(r) for r in requests}
+        self._held = [r for r in self._held if id(r) not in gone]
+        self._stack = [r for r in self._stack if id(r) not in gone]
+        self._picked = None
+
+    def __bool__(self):
+        return bool(self._held or self._stack)
+
+    def __len__(self):
+        return len(self._held) + len(self._stack)
+
+    def __iter__(self):
+        return iter(list(reversed(self._stack)) + list(self._held))
+
+
+class _PoolcMixin:
+    """What both plugin classes add to vLLM's scheduler."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        conf = settings(self.vllm_config)
+        self._poolc = _Policy(conf)
+        self._poolc_step = conf.get("clock_step")
+        self._poolc_calls = 0
+        self._poolc_now = self._poolc_clock()
+        self._poolc_next = 0
+        self._poolc_seq = {}
+        self._poolc_attrs = {}
+        self._poolc_when = {}
+        self._poolc_admitted = {}
+        self._poolc_took = {}
+        self._poolc_saved = []
+        # vLLM decides its victim by `self.policy` alone (scheduler.py 932-970): FCFS
+        # takes running[-1] (lifo), PRIORITY the maximum of (priority, arrival_time),
+        # which `_poolc_steer` makes the compiled choice.
+        self.policy = SchedulingPolicy.PRIORITY if self._poolc.preempt else SchedulingPolicy.FCFS
+        self.waiting = _PoolQueue(self)
+        self.kv_holding_waiting = _PoolQueue(self)
+        manager = self.kv_cache_manager
+        vllm_allocate = manager.allocate_slots
+
+        def allocate_slots(request, num_new_tokens, *a, **kw):
+            self._poolc_restore()
+            blocks = vllm_allocate(request, num_new_tokens, *a, **kw)
+            if request.status == RequestStatus.RUNNING:
+                if blocks is not None:
+                    self._poolc_took[request.request_id] = num_new_tokens
+                elif self._poolc.preempt is not None:
+                    self._poolc_steer()
+            return blocks
+
+        manager.allocate_slots = allocate_slots
+        for name, spec, vllm in self._poolc.differences(self):
+            _log.info("poolc.vllm: the spec's %s is %s; vLLM's %s is used", name, spec, vllm)
+        _log.info("poolc.vllm: scheduling with %s (pool %s)", self._poolc.spec.name, self._poolc.name)
+
+    # ----- the clock ----------------------------------------------------------------
+
+    def _poolc_clock(self):
+        """`now`: with `clock_step`, schedule() calls so far × the step (reproducible);
+        else the wall clock, as vLLM's arrival_time."""
+        if self._poolc_step is not None:
+            return self._poolc_calls * float(self._poolc_step)
+        return time.time()
+
+    def schedule(self, *args, **kwargs):
+        self._poolc_restore()
+        self._poolc_took = {}
+        self._poolc_now = self._poolc_clock()
+        try:
+            return super().schedule(*args, **kwargs)
+        finally:
+            self._poolc_restore()
+            self._poolc_calls += 1
+            self._poolc_now = self._poolc_clock()
+
+    # ----- session attributes --------------------------------------------------------
+
+    def add_request(self, request):
+        rid = request.request_id
+        if rid not in self._poolc_attrs:
+            self._poolc_seq[rid] = self._poolc_next
+            extra = getattr(request.sampling_params, "extra_args", None) or {}
+            given = extra.get("poolc", {}) if isinstance(extra, dict) else {}
+            arrival = self._poolc_now if self._poolc_step is not None else request.arrival_time
+            attrs = {}
+            for name, default in self._poolc.defaults.items():
+                if name == "serial":
+                    attrs[name] = float(self._poolc_next)
+                elif name == "arrival":
+                    attrs[name] = float(arrival)
+                elif name == "prompt":
+                    attrs[name] = float(request.num_prompt_tokens)
+                elif name == "output":
+                    attrs[name] = float(request.sampling_params.max_tokens)
+                elif name == "priority" and name not in given:
+                    attrs[name] = float(request.priority)
+                elif name in given:
+                    attrs[name] = float(given[name])
+                elif default is not None:
+                    attrs[name] = float(default)
+                else:
+                    raise ConfigError(
+                        f"request {rid} gives no `{name}` (declared without a default): pass it as "
+                        f'sampling_params.extra_args={{"poolc": {{"{name}": VALUE}}}}'
+                    )
+            self._poolc_attrs[rid] = attrs
+            self._poolc_next += 1
+        super().add_request(request)
+
+    def _free_request(self, request, *args, **kwargs):
+        rid = request.request_id
+        for table in (self._poolc_seq, self._poolc_attrs, self._poolc_when, self._poolc_admitted):
+            table.pop(rid, None)
+        return super()._free_request(request, *args, **kwargs)
+
+    def _poolc_enqueued(self, request):
+        self._poolc_when[request.request_id] = self._poolc_now
+
+    # ----- rows ----------------------------------------------------------------------
+
+    def _poolc_ctx(self, keys):
+        out = []
+        for name in keys.ctx:
+            out.append(self._poolc_now if name == "now" else self._poolc_query(name))
+        return out
+
+    def _poolc_query(self, name):
+        kind = name.split("(", 1)[0]
+        bs = self.block_size
+        pool = self.kv_cache_manager.block_pool
+        usable = pool.num_gpu_blocks - 1
+        free_blocks = pool.get_num_free_blocks()
+        if kind == "residents":
+            return float(len(self.running))
+        if kind == "queued":
+            return float(len(self.waiting) + len(self.kv_holding_waiting))
+        if kind == "cap":
+            return float(usable * bs)
+        if kind == "used":
+            return float((usable - free_blocks) * bs)
+        cached = sum(1 for b in pool.blocks if b.ref_cnt == 0 and b.block_hash is not None and not b.is_null)
+        if kind == "cached":
+            return float(cached * bs)
+        return float((free_blocks - cached) * bs)  # free: cap − allocated − cached
+
+    def _poolc_queue_row(self, keys, request):
+        attrs = self._poolc_attrs[request.request_id]
+        row = []
+        for name in keys.row:
+            if name in ("units", "reserve"):
+                row.append(float(request.num_tokens))
+            elif name == "computed":
+                if request.num_computed_tokens > 0:
+                    row.append(float(request.num_computed_tokens))
+                else:
+                    row.append(float(self.kv_cache_manager.get_computed_blocks(request)[1]))
+            elif name == "enqueued":
+                row.append(self._poolc_when[request.request_id])
+            else:
+                row.append(attrs[name])
+        return row
+
+    def _poolc_resident_row(self, keys, request):
+        rid = request.request_id
+        attrs = self._poolc_attrs[rid]
+        row = []
+        for name in keys.row:
+            if name == "units":
+                row.append(float(request.num_computed_tokens + self._poolc_took.get(rid, 0)))
+            elif name == "computed":
+                row.append(float(request.num_computed_tokens))
+            elif name == "admitted":
+                row.append(self._poolc_admitted.get(rid, self._poolc_now))
+            else:
+                row.append(attrs[name])
+        return row
+
+    # ----- the victim ----------------------------------------------------------------
+
+    def _poolc_steer(self):
+        """R18: the compiled `preempt by` scan over the running requests picks the
+        victim; vLLM's `max(running, key=(priority, arrival_time))` is made to pick
+        the same one by ranking `priority` until the victim is preempted."""
+        keys = self._poolc.preempt
+        running = list(self.running)
+        if not running:
+            return
+        rows = []
+        for r in running:
+            rows.extend(self._poolc_resident_row(keys, r))
+        victim = running[keys.select(rows, len(running), self._poolc_ctx(keys))]
+        self._poolc_saved = [(r, r.priority) for r in running]
+        for r in running:
+            r.priority = 1 if r is victim else 0
+
+    def _poolc_restore(self):
+        for r, p in self._poolc_saved:
+            r.priority = p
+        self._poolc_saved = []
+
+    def _preempt_request(self, request, *args, **kwargs):
+        self._poolc_restore()
+        if self._poolc_took.pop(request.request_id, None) is not None:
+            self._poolc_forget_uncomputed(request)
+        return super()._preempt_request(request, *args, **kwargs)
+
+    def _poolc_forget_uncomputed(self, request):
+        """R18: a victim that already took tokens in this step gives them back, and
+        only its computed prefix stays cached. vLLM registers a block's hash when it
+        allocates it (kv_cache_manager.py 616-625), so the blocks of the victim's
+        given-back tokens would stay hittable although their KV is never computed;
+        their hashes are dropped before vLLM frees them."""
+        full = request.num_computed_tokens // self.block_size
+        pool = self.kv_cache_manager.block_pool
+        for group in self.kv_cache_manager.get_blocks(request.request_id).blocks:
+            for block in group[full:]:
+                pool._maybe_evict_cached_block(block)
+
+
+class Scheduler(_PoolcMixin, _VllmScheduler):
+    """vLLM 0.33's synchronous v1 scheduler with a Pool spec's policies."""
+
+
+class AsyncScheduler(_PoolcMixin, _VllmAsyncScheduler):
+    """vLLM 0.33's async-scheduling v1 scheduler with a Pool spec's policies."""

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Records vLLM 0.33.0's real v1 Scheduler driven by poolc's plugin
+# (--scheduler-cls poolc.vllm.Scheduler, docs/VLLM.md) with non-FCFS specs, through
+# the workplace's oracle (shared/oracle/vllm/oracle.py). The plugin must be
+# importable by $PY (pip install ./python into vLLM's environment). Same arguments ->
+# byte-identical files. Run from anywhere; specs are named relative to the repository
+# root, which is where `poolc conform tests/data/vllm-plugin/*/` finds them.
+#   PY=~/.cache/poolc/vllm-venv/bin/python ./make_scenarios.sh OUT_DIR [name ...]
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../../.." && pwd)
+PY=${PY:-$HOME/.cache/poolc/vllm-venv/bin/python}
+ORACLE=${ORACLE:-$ROOT/../shared/oracle/vllm}
+MODEL=${MODEL:-/tmp/vllm-fake-model}
+OUT=$(mkdir -p "${1:?usage: make_scenarios.sh OUT_DIR [name ...]}" && cd "$1" && pwd); shift
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+[ -f "$MODEL/config.json" ] || "$PY" "$ORACLE/make_fake_model.py" "$MODEL"
+ONLY=("$@")
+want() { [ ${#ONLY[@]} -eq 0 ] || [[ " ${ONLY[*]} " =~ " $1 " ]]; }
+run() {
+  local name=$1 conf=$2; shift 2
+  want "$name" || return 0
+  echo "== $name" >&2
+  (cd "$ROOT" && "$PY" "$ORACLE/oracle.py" --model-dir "$MODEL" --out-dir "$OUT/$name" --name "$name" \
+    --scheduler-cls poolc.vllm.Scheduler --additional-config "$conf" "$@" \
+    2> >(grep -v -e "^W[0-9]" -e "FlashInfer" -e "vllm._C" -e "poolc.vllm" >&2))
+}
+# Tight blocks (699 usable), prefixes, Poisson arrivals: e_fcfs_mixed's workload.
+MIXED="--watermark 0 --seed 15 --num-requests 400 --prompt-min 16 --prompt-max 1024 --output-min 1 --output-max 256 --num-prefixes 8 --prefix-min 64 --prefix-max 1024 --prefix-frac 0.6 --children-per-prefix 2 --child-min 16 --child-max 256 --child-frac 0.4 --aligned-frac 0.3 --exact-frac 0.1 --tail-min 1 --tail-max 512 --arrival-rate 0.8 --block-size 16 --num-blocks 700 --max-num-seqs 48 --max-num-batched-tokens 2048 --max-model-len 4096"
+# Chunked prefill under tight blocks, bursts (i_bs16_chunked_tight's knobs).
+CHUNKED="--watermark 0 --seed 33 --num-requests 300 --prompt-min 64 --prompt-max 1536 --output-min 8 --output-max 200 --num-prefixes 8 --prefix-min 32 --prefix-max 768 --prefix-frac 0.6 --children-per-prefix 3 --child-min 16 --child-max 256 --child-frac 0.5 --aligned-frac 0.5 --exact-frac 0.2 --tail-min 1 --tail-max 256 --initial-burst 100 --burst-size 30 --burst-gap 40 --block-size 16 --num-blocks 401 --max-num-seqs 32 --max-num-batched-tokens 1024 --long-prefill-token-threshold 192 --max-model-len 4096"
+
+# (p1) SJF with aging, `queue by (prompt - 200 * waited, serial)`, clock 0.5 s per step.
+run p1_sjf_aging '{"poolc": {"spec": "tests/data/vllm-plugin/specs/sjf_aging.pool", "clock_step": 0.5}}' --policy fcfs $MIXED
+# (p2) the seed's Ascend lanes (examples/ascend.pool: waited >= 3 s), clock 0.25 s.
+run p2_ascend_lanes '{"poolc": {"spec": "examples/ascend.pool", "clock_step": 0.25}}' --policy fcfs $CHUNKED
+# (p3) longest prefix first, largest victim (`preempt by (-units, -admitted)`), requeue keyed.
+run p3_largest_victim '{"poolc": {"spec": "tests/data/vllm-plugin/specs/largest_victim.pool", "clock_step": 1}}' --policy fcfs $CHUNKED
+# (p4) queries in keys (`free(kv)`), least-computed victim, victims back at the head.
+run p4_fits_first '{"poolc": {"spec": "tests/data/vllm-plugin/specs/fits_first.pool"}}' --policy fcfs $MIXED
+# (p5) SJF with aging under sparse arrivals: idle steps (no schedule() call, so the
+#      plugin's clock stands still) between bursts, clock 0.5 s per call.
+run p5_sjf_idle_gaps '{"poolc": {"spec": "tests/data/vllm-plugin/specs/sjf_aging.pool", "clock_step": 0.5}}' --policy fcfs --watermark 0 --seed 71 --num-requests 200 --prompt-min 16 --prompt-max 1024 --output-min 1 --output-max 64 --num-prefixes 4 --prefix-min 64 --prefix-max 512 --prefix-frac 0.5 --tail-min 1 --tail-max 512 --burst-size 20 --burst-gap 120 --block-size 16 --num-blocks 600 --max-num-seqs 16 --max-num-batched-tokens 1024 --max-model-len 4096
