@@ -22,8 +22,8 @@ one() {  # one oracle run; prints schedule_s
   local extra=()
   [ "$how" = plugin ] && extra=(--scheduler-cls poolc.vllm.Scheduler \
     --additional-config '{"poolc": {"spec": "examples/vllm.pool"}}')
-  (cd "$ROOT" && "$PY" "$ORACLE/oracle.py" --model-dir "$MODEL" --out-dir "$OUT/$how" $argv "${extra[@]}" 2>/dev/null) \
-    | "$PY" -c "import json,sys; print([json.loads(l) for l in sys.stdin if 'schedule_s' in l][-1]['schedule_s'])"
+  (cd "$ROOT" && "$PY" "$ORACLE/oracle.py" --model-dir "$MODEL" --out-dir "$OUT/$how" $argv "${extra[@]}" 2>&1) \
+    | "$PY" -c "import json,sys; print([json.loads(l) for l in sys.stdin if l.startswith('{') and 'schedule_s' in l][-1]['schedule_s'])"
 }
 for name in ${SCENARIOS[@]}; do
   stock=(); plugin=()

@@ -72,12 +72,13 @@ const PRIORITY: [(&str, usize); 5] = [
 /// Recordings of vLLM driven by poolc's plugin with non-FCFS specs
 /// (tests/data/vllm-plugin/make_scenarios.sh): `poolc conform` with no `--spec` takes
 /// the spec and clock from their config.json and predicts every step.
-const PLUGIN: [(&str, usize); 5] = [
+const PLUGIN: [(&str, usize); 6] = [
     ("p1_sjf_aging", 3070),
     ("p2_ascend_lanes", 3599),
     ("p3_largest_victim", 2982),
     ("p4_fits_first", 2850),
     ("p5_sjf_idle_gaps", 1145),
+    ("p6_small_first", 3090),
 ];
 
 fn plugin() -> PathBuf {

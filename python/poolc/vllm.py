@@ -5,7 +5,8 @@
 (or the same JSON object in the environment variable ``POOLC_VLLM``) makes vLLM order
 its waiting queue by the spec's compiled ``queue by`` keys (R8), take its preemption
 victims as the spec says (``preempt lifo``: R13, vLLM's own FCFS victim; ``preempt by``:
-R18, the compiled keys), and put a victim back at the head or by its keys (R19). The
+R18, the compiled keys), put a victim back at the head or by its keys (R19), and evict
+cached prefixes by ``evict by`` (R10). The
 keys are the spec's compiled functions (``Spec.keys``), called on rows this module fills
 from vLLM's requests; nothing here evaluates or orders a key any other way. Sizes stay
 vLLM's own. What is honoured and refused, and why: docs/VLLM.md.
@@ -17,8 +18,10 @@ inline in ``schedule()`` as ``running[-1]`` (FCFS) or ``max(running, key=(priori
 arrival_time))`` (PRIORITY): ``preempt lifo`` keeps the first, ``preempt by`` takes the
 second and makes the compiled choice the one maximum by ranking ``priority`` on the
 running requests for that one ``max`` (wrapping the ``allocate_slots`` call that fails,
-restored before the victim is preempted)."""
+restored before the victim is preempted); for ``evict by``, ``BlockPool.free_block_queue``
+is replaced by ``_KeyedFreeQueue``, which pops cached blocks in the keys' order."""
 
+import collections
 import json
 import logging
 import os
@@ -104,13 +107,17 @@ class _Policy:
             why = "it spills to a tier; vLLM 0.33's KV offloading is not the spec's tier"
         elif pool["preempt"] == "none":
             why = "`preempt none` makes a grower wait; vLLM always preempts (scheduler.py 930-980)"
-        elif pool["evict"] == "by":
-            why = "`evict by` is not honoured yet: vLLM evicts from its free-block queue in LRU order (docs/VLLM.md)"
         if why:
             raise ConfigError(f"poolc.vllm cannot honour pool `{pool['name']}`: {why}")
         self.name = pool["name"]
         self.queue = self._keys("queue") if pool["queue"] == "by" else None
         self.preempt = self._keys("preempt") if pool["preempt"] == "by" else None
+        self.evict = self._keys("evict") if pool["evict"] == "by" else None
+        if self.evict is not None and "waiting" in self.evict.row:
+            raise ConfigError(
+                "poolc.vllm cannot answer `waiting` in evict keys: it would take a prefix-cache "
+                "walk of every waiting request per eviction (docs/VLLM.md)"
+            )
         self.keyed = pool["requeue"] == "keyed"
         self.defaults = dict(shape["defaults"])
 
@@ -227,6 +234,88 @@ class _PoolQueue(RequestQueue):
         return iter(list(reversed(self._stack)) + list(self._held))
 
 
+class _KeyedFreeQueue:
+    """vLLM's free-block queue (``BlockPool.free_block_queue``, the interface of
+    ``FreeKVCacheBlockQueue``) in the order of ``evict by`` (R10): blocks without a hash
+    first, in vLLM's own order (freed ones at the front); then, one block per pop, the
+    tail of the least entry by the compiled evict keys, ties to release order. An entry
+    (R3) is what one release put in the cache: the hashed blocks a request frees
+    together, with its session's attributes (S3) and the release time. A hit takes
+    its blocks out (``remove``, R11)."""
+
+    def __init__(self, sched, old):
+        self._s = sched
+        self._plain = collections.deque(old.get_all_free_blocks())
+        self._entries = []  # in release order: [attrs, last, blocks head..tail]
+        self._entry_of = {}  # block_id -> entry, for cached free blocks
+        self.num_free_blocks = len(self._plain)
+
+    def _least_entry(self):
+        keys = self._s._poolc.evict
+        bs = self._s.block_size
+        rows = []
+        for attrs, last, blocks in self._entries:
+            for name in keys.row:
+                if name == "size":
+                    rows.append(float(len(blocks) * bs))
+                elif name == "last":
+                    rows.append(last)
+                else:
+                    rows.append(attrs[name])
+        return self._entries[keys.select(rows, len(self._entries), self._s._poolc_ctx(keys))]
+
+    def popleft(self):
+        if self._plain:
+            block = self._plain.popleft()
+        elif self._entries:
+            entry = self._least_entry()
+            block = entry[2].pop()
+            del self._entry_of[block.block_id]
+            if not entry[2]:
+                self._entries.remove(entry)
+        else:
+            raise ValueError("No free blocks available")
+        self.num_free_blocks -= 1
+        return block
+
+    def popleft_n(self, n):
+        return [self.popleft() for _ in range(n)]
+
+    def remove(self, block):
+        entry = self._entry_of.pop(block.block_id, None)
+        if entry is None:
+            self._plain.remove(block)
+        else:
+            entry[2].remove(block)
+            if not entry[2]:
+                self._entries.remove(entry)
+        self.num_free_blocks -= 1
+
+    def prepend_n(self, blocks):
+        blocks = list(blocks)
+        self._plain.extendleft(reversed(blocks))
+        self.num_free_blocks += len(blocks)
+
+    def append(self, block):
+        self.append_n([block])
+
+    def append_n(self, blocks):
+        # vLLM frees a request's blocks tail first; the hashed ones are one entry.
+        blocks = list(blocks)
+        cached = [b for b in blocks if b.block_hash is not None]
+        self._plain.extend(b for b in blocks if b.block_hash is None)
+        if cached:
+            attrs, _ = self._s._poolc_releasing
+            entry = [attrs, self._s._poolc_now, list(reversed(cached))]
+            self._entries.append(entry)
+            for b in cached:
+                self._entry_of[b.block_id] = entry
+        self.num_free_blocks += len(blocks)
+
+    def get_all_free_blocks(self):
+        return list(self._plain) + [b for e in self._entries for b in e[2]]
+
+
 class _PoolcMixin:
     """What both plugin classes add to vLLM's scheduler."""
 
@@ -250,6 +339,11 @@ class _PoolcMixin:
         self.policy = SchedulingPolicy.PRIORITY if self._poolc.preempt else SchedulingPolicy.FCFS
         self.waiting = _PoolQueue(self)
         self.kv_holding_waiting = _PoolQueue(self)
+        # Whose blocks a free is releasing (attributes for the entry's S3 snapshot).
+        self._poolc_releasing = (dict(self._poolc.defaults), None)
+        if self._poolc.evict is not None:
+            pool = self.kv_cache_manager.block_pool
+            pool.free_block_queue = _KeyedFreeQueue(self, pool.free_block_queue)
         manager = self.kv_cache_manager
         vllm_allocate = manager.allocate_slots
 
@@ -324,9 +418,12 @@ class _PoolcMixin:
 
     def _free_request(self, request, *args, **kwargs):
         rid = request.request_id
-        for table in (self._poolc_seq, self._poolc_attrs, self._poolc_when, self._poolc_admitted):
-            table.pop(rid, None)
-        return super()._free_request(request, *args, **kwargs)
+        self._poolc_releasing = (self._poolc_attrs.get(rid, self._poolc.defaults), rid)
+        try:
+            return super()._free_request(request, *args, **kwargs)
+        finally:
+            for table in (self._poolc_seq, self._poolc_attrs, self._poolc_when, self._poolc_admitted):
+                table.pop(rid, None)
 
     def _poolc_enqueued(self, request):
         self._poolc_when[request.request_id] = self._poolc_now
@@ -417,6 +514,7 @@ class _PoolcMixin:
         self._poolc_restore()
         if self._poolc_took.pop(request.request_id, None) is not None:
             self._poolc_forget_uncomputed(request)
+        self._poolc_releasing = (self._poolc_attrs[request.request_id], request.request_id)
         return super()._preempt_request(request, *args, **kwargs)
 
     def _poolc_forget_uncomputed(self, request):

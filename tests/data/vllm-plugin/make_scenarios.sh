@@ -41,3 +41,6 @@ run p4_fits_first '{"poolc": {"spec": "tests/data/vllm-plugin/specs/fits_first.p
 # (p5) SJF with aging under sparse arrivals: idle steps (no schedule() call, so the
 #      plugin's clock stands still) between bursts, clock 0.5 s per call.
 run p5_sjf_idle_gaps '{"poolc": {"spec": "tests/data/vllm-plugin/specs/sjf_aging.pool", "clock_step": 0.5}}' --policy fcfs --watermark 0 --seed 71 --num-requests 200 --prompt-min 16 --prompt-max 1024 --output-min 1 --output-max 64 --num-prefixes 4 --prefix-min 64 --prefix-max 512 --prefix-frac 0.5 --tail-min 1 --tail-max 512 --burst-size 20 --burst-gap 120 --block-size 16 --num-blocks 600 --max-num-seqs 16 --max-num-batched-tokens 1024 --max-model-len 4096
+# (p6) keyed eviction, `evict by (size, -last)` (the plugin's free-block queue), on the
+#      mixed workload; clock 1 s per call (`last` is a release time).
+run p6_small_first '{"poolc": {"spec": "tests/data/vllm-plugin/specs/small_first.pool", "clock_step": 1}}' --policy fcfs $MIXED
