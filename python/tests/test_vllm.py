@@ -59,8 +59,9 @@ def model_dir(tmp_path_factory):
     return d
 
 
-def record(model_dir, out, argv, conf):
-    """Runs the oracle on ``argv`` with the plugin and ``conf``; gives steps.jsonl."""
+def record(model_dir, out, argv, conf, cls="poolc.vllm.Scheduler"):
+    """Runs the oracle on ``argv`` with the plugin class ``cls`` and ``conf`` (with
+    ``conf`` None: stock vLLM); gives steps.jsonl."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     old, cwd = sys.argv, os.getcwd()
@@ -71,11 +72,9 @@ def record(model_dir, out, argv, conf):
         "--out-dir",
         str(out),
         *argv,
-        "--scheduler-cls",
-        "poolc.vllm.Scheduler",
-        "--additional-config",
-        json.dumps({"poolc": conf}),
     ]
+    if conf is not None:
+        sys.argv += ["--scheduler-cls", cls, "--additional-config", json.dumps({"poolc": conf})]
     os.chdir(ROOT)  # specs are named relative to the repository
     try:
         with contextlib.redirect_stdout(io.StringIO()):
@@ -109,6 +108,16 @@ def test_with_the_fcfs_spec_the_plugin_records_what_stock_vllm_recorded(model_di
 def test_with_the_priority_spec_the_plugin_records_what_stock_priority_recorded(model_dir, tmp_path, name):
     got = record(model_dir, tmp_path / name, argv_of(OURS / name, tmp_path), {"spec": "examples/vllm_priority.pool"})
     assert got == (OURS / name / "steps.jsonl").read_bytes()
+
+
+def test_the_async_plugin_records_what_stock_async_scheduling_recorded(model_dir, tmp_path):
+    # poolc.vllm.AsyncScheduler on vLLM's AsyncScheduler (--async-sched: finishes lag
+    # a step), with vLLM's own FCFS policy as the spec: the same steps as stock.
+    argv = argv_of(STOCK / "e_fcfs_mixed", tmp_path) + ["--async-sched"]
+    stock = record(model_dir, tmp_path / "stock", argv, None)
+    got = record(model_dir, tmp_path / "plugin", argv, {"spec": "examples/vllm.pool"}, "poolc.vllm.AsyncScheduler")
+    assert got == stock
+    assert b'"preempted":["' in got, "the scenario preempts"
 
 
 def test_a_plugin_recording_is_re_recorded_byte_for_byte(model_dir, tmp_path):
