@@ -173,7 +173,13 @@ fn input(i: ir::Input, entry: bool, member: u32) -> poolrt::Input {
             Var::Admitted => R::Admitted,
             // sema stores `waited` and `age` as differences, and the stage variables
             // appear only in stage `time` layouts, never in a pool's.
-            Var::Waited | Var::Age | Var::Tokens | Var::Prefill | Var::Decode | Var::Residents => {
+            Var::Waited
+            | Var::Age
+            | Var::Tokens
+            | Var::Prefill
+            | Var::Decode
+            | Var::Residents
+            | Var::Context => {
                 unreachable!("sema never puts `{}` in a pool layout", v.name())
             }
         },
@@ -306,6 +312,7 @@ fn iter_time(stage: &ir::CStage, policy: &StagePolicy) -> IterTime {
             ir::Input::Var(Var::Prefill) => TimeVar::Prefill,
             ir::Input::Var(Var::Decode) => TimeVar::Decode,
             ir::Input::Var(Var::Residents) => TimeVar::Residents,
+            ir::Input::Var(Var::Context) => TimeVar::Context,
             other => unreachable!("sema never puts {other:?} in a stage time layout"),
         })
         .collect();

@@ -350,6 +350,36 @@ fn r15_time_reads_its_ctx_in_the_layout_order() {
     assert_eq!(r.ttft.p50, Some(1.5));
 }
 
+unsafe extern "C" fn context_seconds(ctx: *const f64) -> f64 {
+    // SAFETY: the policy below declares 1 ctx slot.
+    unsafe { *ctx }
+}
+
+#[test]
+fn r20_context_is_the_kv_the_iteration_attends() {
+    // time = context (one second per attended token). Budget 6, chunk none. t=0: s0
+    // (prompt 4) and s1 (prompt 8) arrive; s0 takes 4, s1 the 2 left of the budget:
+    // context = (0 + 4) + (0 + 2) = 6 → the iteration ends at 6. Next: s0 decodes
+    // (computed 4, takes 1 → 5), s1 takes 5 more of its 8 (computed 2 → 7): 12 → ends
+    // at 18. Then s0 decodes (5 + 1) and s1 takes its last 1 (7 + 1): 14 → 32.
+    // SAFETY: the function reads one ctx slot and is static.
+    let policy = unsafe { StagePolicy::new(context_seconds, 1, CodeHandle::process()) };
+    let step = StepConfig {
+        time: IterTime::Compiled {
+            policy,
+            layout: vec![TimeVar::Context],
+        },
+        ..engine(6, 8, None)
+    };
+    let w = workload(vec![sess(0.0, 4, 3, &[]), sess(0.0, 8, 1, &[])]);
+    let (_, _, lines) = run(vllm(1000, 4, step), &w);
+    let ends: Vec<f64> = iterations(&lines)
+        .iter()
+        .map(|l| l["end"].as_f64().unwrap())
+        .collect();
+    assert_eq!(ends[..3], [6.0, 18.0, 32.0]);
+}
+
 #[test]
 fn a_time_that_is_not_a_finite_duration_is_an_error() {
     let step = StepConfig {

@@ -167,10 +167,12 @@ pub enum Var {
     Residents,
     /// The time a resident's hold was last admitted (R18).
     Admitted,
+    /// Stage `time`: the KV tokens the iteration attends (R20).
+    Context,
 }
 
 impl Var {
-    pub const ALL: [Var; 14] = [
+    pub const ALL: [Var; 15] = [
         Var::Size,
         Var::Age,
         Var::Last,
@@ -185,6 +187,7 @@ impl Var {
         Var::Decode,
         Var::Residents,
         Var::Admitted,
+        Var::Context,
     ];
 
     pub fn name(self) -> &'static str {
@@ -203,6 +206,7 @@ impl Var {
             Var::Decode => "decode",
             Var::Residents => "residents",
             Var::Admitted => "admitted",
+            Var::Context => "context",
         }
     }
 

@@ -51,7 +51,7 @@ impl Site {
             Site::SpillWork | Site::SpillPred => {
                 "constants; `size`, `age`, `last`, `waiting`, `units`; the entry's session attributes"
             }
-            Site::Time => "constants; `tokens`, `prefill`, `decode`, `residents`",
+            Site::Time => "constants; `tokens`, `prefill`, `decode`, `residents`, `context`",
         }
     }
 
@@ -74,7 +74,7 @@ impl Site {
             Site::Evict => matches!(v, Size | Age | Last | Waiting),
             Site::Preempt => matches!(v, Units | Computed | Admitted | Now),
             Site::SpillWork | Site::SpillPred => matches!(v, Size | Age | Last | Waiting | Units),
-            Site::Time => matches!(v, Tokens | Prefill | Decode | Residents),
+            Site::Time => matches!(v, Tokens | Prefill | Decode | Residents | Context),
         }
     }
 
@@ -87,7 +87,9 @@ impl Site {
             // A hold's `units` is per record at the queue and resident sites, the
             // written units of one eviction at the spill sites.
             Input::Var(Var::Units) => !matches!(self, Site::Queue | Site::Preempt),
-            Input::Var(Var::Tokens | Var::Prefill | Var::Decode | Var::Residents) => true,
+            Input::Var(
+                Var::Tokens | Var::Prefill | Var::Decode | Var::Residents | Var::Context,
+            ) => true,
             _ => false,
         }
     }

@@ -43,6 +43,9 @@ pub enum TimeVar {
     Decode,
     /// Residents that took tokens.
     Residents,
+    /// The KV tokens the iteration attends (R20): over the sessions that took tokens,
+    /// their computed tokens before it plus the tokens they took.
+    Context,
 }
 
 /// How long an iteration of a step stage takes.

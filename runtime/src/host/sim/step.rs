@@ -185,9 +185,10 @@ impl Host {
             // one of its pools or a completed load wakes it.
             return Ok(());
         }
-        let (mut tokens, mut prefill, mut decode) = (0u64, 0u64, 0u64);
+        let (mut tokens, mut prefill, mut decode, mut context) = (0u64, 0u64, 0u64, 0u64);
         for take in &st.took {
             tokens += take.n;
+            context += self.shared.sess[take.s].computed + take.n;
             if take.kind == TakeKind::Decode {
                 decode += take.n;
             } else {
@@ -204,6 +205,7 @@ impl Host {
                         TimeVar::Prefill => prefill as f64,
                         TimeVar::Decode => decode as f64,
                         TimeVar::Residents => st.took.len() as f64,
+                        TimeVar::Context => context as f64,
                     });
                 }
                 policy.time(&st.ctx)
