@@ -308,7 +308,7 @@ fn run_eval(
 fn check(specs: &[PathBuf], options: &Options) -> ExitCode {
     let mut failed = false;
     for path in specs {
-        match load(path, options) {
+        match load_with_warnings(path, options) {
             Ok(p) => {
                 let members: u32 = p.pools.iter().map(|x| x.count).sum();
                 println!(
@@ -338,15 +338,37 @@ fn plural(n: usize) -> &'static str {
 
 /// Reads and checks one spec, printing its diagnostics; the error is the exit code.
 fn load(path: &Path, options: &Options) -> Result<ir::Program, ExitCode> {
-    let source = match std::fs::read_to_string(path) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("poolc: cannot read {}: {e}", path.display());
-            return Err(ExitCode::from(1));
-        }
-    };
+    let source = read(path)?;
     poolc::check(&source, options).map_err(|diags| {
         report(path, &source, &diags);
+        ExitCode::from(1)
+    })
+}
+
+/// [`load`], printing the warnings of a spec that checks as well (`poolc check`).
+fn load_with_warnings(path: &Path, options: &Options) -> Result<ir::Program, ExitCode> {
+    let source = read(path)?;
+    match poolc::check_with_warnings(&source, options) {
+        Ok((program, warnings)) => {
+            if !warnings.is_empty() {
+                let color = std::io::stderr().is_terminal();
+                let name = path.display().to_string();
+                eprint!("{}", diag::render(&name, &source, &warnings, color));
+                let n = warnings.len();
+                eprintln!("poolc: {n} warning{} in {}", plural(n), path.display());
+            }
+            Ok(program)
+        }
+        Err(diags) => {
+            report(path, &source, &diags);
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<String, ExitCode> {
+    std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("poolc: cannot read {}: {e}", path.display());
         ExitCode::from(1)
     })
 }

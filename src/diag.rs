@@ -17,9 +17,19 @@ pub struct Label {
     pub primary: bool,
 }
 
-/// An error found in a spec, with where it is and what would fix it.
+/// Whether a diagnostic stops the spec (an error) or only points at a likely mistake
+/// in a valid one (a warning: `poolc check` still exits 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Severity {
+    #[default]
+    Error,
+    Warning,
+}
+
+/// An error found in a spec (or a warning), with where it is and what would fix it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Diagnostic {
+    pub severity: Severity,
     /// A stable short code naming the rule broken (`L3`, `parse`, `D7`, `S1`, …).
     pub code: &'static str,
     pub message: String,
@@ -30,10 +40,19 @@ pub struct Diagnostic {
 impl Diagnostic {
     pub fn new(code: &'static str, message: impl Into<String>) -> Diagnostic {
         Diagnostic {
+            severity: Severity::Error,
             code,
             message: message.into(),
             labels: Vec::new(),
             notes: Vec::new(),
+        }
+    }
+
+    /// A warning: the spec is valid, but this is likely not what was meant.
+    pub fn warning(code: &'static str, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::new(code, message)
         }
     }
 
@@ -86,11 +105,14 @@ pub fn render(file_name: &str, source: &str, diagnostics: &[Diagnostic], color: 
                 label.with_message(l.message.clone())
             })
             .collect();
-        let cs = CsDiagnostic::error()
-            .with_code(d.code)
-            .with_message(d.message.clone())
-            .with_labels(labels)
-            .with_notes(d.notes.clone());
+        let cs = match d.severity {
+            Severity::Error => CsDiagnostic::error(),
+            Severity::Warning => CsDiagnostic::warning(),
+        }
+        .with_code(d.code)
+        .with_message(d.message.clone())
+        .with_labels(labels)
+        .with_notes(d.notes.clone());
         if color {
             let mut buf = term::termcolor::Buffer::ansi();
             // Writing into an in-memory buffer cannot fail for I/O reasons; a failure

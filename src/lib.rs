@@ -28,7 +28,16 @@ pub struct Options {
 
 /// Parses and checks a spec, giving its IR or every diagnostic found.
 pub fn check(source: &str, options: &Options) -> Result<ir::Program, Vec<Diagnostic>> {
+    check_with_warnings(source, options).map(|(program, _)| program)
+}
+
+/// [`check`], with the warnings of a spec that checks (`poolc check` shows them).
+pub fn check_with_warnings(
+    source: &str,
+    options: &Options,
+) -> Result<(ir::Program, Vec<Diagnostic>), Vec<Diagnostic>> {
     let spec = syntax::parse(source)
         .map_err(|errors| errors.iter().map(|e| e.to_diagnostic()).collect::<Vec<_>>())?;
-    sema::analyze(&spec, options)
+    let program = sema::analyze(&spec, options)?;
+    Ok((program, sema::lint(&spec)))
 }

@@ -214,3 +214,29 @@ fn run_with_a_built_library_reports_what_the_jit_reports() {
     let _ = std::fs::remove_file(&lib);
     let _ = std::fs::remove_file(lib.with_extension("h"));
 }
+
+/// `poolc check` shows a warning (R12: a spill predicate reading `size`) and still
+/// exits 0; the shipped tiered example has none.
+#[test]
+fn check_warns_of_a_spill_predicate_that_reads_size() {
+    let spec = scratch("warn.pool");
+    std::fs::write(
+        &spec,
+        "stage l { link; } pool t { } pool kv { spill t via l (units) when (size >= 64); }",
+    )
+    .unwrap();
+    let o = poolc(&["check", spec.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning[R12]") && err.contains("1 warning in"),
+        "{err}"
+    );
+    let o = poolc(&["check", "examples/tiered.pool"]);
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_file(spec);
+}

@@ -577,6 +577,19 @@ fn r20_stage_time_reads_context_and_queue_keys_may_not() {
 }
 
 #[test]
+fn r12_a_spill_predicate_that_reads_size_is_warned_not_refused() {
+    let src = "stage l { link; } pool t { } pool kv { spill t via l (units) when (size >= 64); }";
+    let (_, warnings) = poolc::check_with_warnings(src, &Options::default()).expect("valid");
+    assert_eq!(codes(&warnings), vec!["R12"]);
+    assert_eq!(warnings[0].severity, poolc::diag::Severity::Warning);
+    let span = warnings[0].primary_span().expect("a span");
+    assert_eq!(&src[span.start as usize..span.end as usize], "size");
+    let ok = "stage l { link; } pool t { } pool kv { spill t via l (units) when (last > 3); }";
+    let (_, warnings) = poolc::check_with_warnings(ok, &Options::default()).expect("valid");
+    assert!(warnings.is_empty());
+}
+
+#[test]
 fn d3_admitted_is_a_context_variable_name() {
     let d = errs("session { admitted; }");
     assert_eq!(codes(&d), vec!["D3"]);

@@ -90,9 +90,8 @@ def test_set_overrides_a_param_as_the_cli_does(cli):
         # ascend's lane: immediate → 0; a long prompt that waited 3 or more → 1.
         ("examples/ascend.pool", "kv", "queue", {"immediate": 1, "waited": 4, "serial": 7, "prompt": 100}, 0.0),
         ("examples/ascend.pool", "kv", "queue", {"immediate": 0, "waited": 3.5, "serial": 3, "prompt": 500}, 1.0),
-        # tiered's spill predicate is `size >= 64`.
-        ("examples/tiered.pool", "kv", "pred", {"size": 128}, 1.0),
-        ("examples/tiered.pool", "kv", "pred", {"size": 16}, 0.0),
+        # tiered spills every evicted block: its predicate is `1`.
+        ("examples/tiered.pool", "kv", "pred", {"size": 16}, 1.0),
         ("examples/tiered.pool", "kv", "work", {"units": 16}, None),
         ("examples/vllm.pool", "engine", "time", {"tokens": 300}, None),
         # vLLM's priority victim keys (R18): (-priority, -serial).

@@ -14,8 +14,11 @@
 mod errors;
 mod expr;
 mod joins;
+mod lints;
 mod names;
 mod site;
+
+pub use lints::lint;
 
 use crate::Options;
 use crate::diag::Diagnostic;
