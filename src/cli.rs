@@ -146,7 +146,7 @@ impl SiteArg {
 
 #[derive(clap::Args)]
 struct SetArgs {
-    /// Override a `param` (D2), e.g. `--set blocks=8192`. May be repeated.
+    /// Override a `param` (D2), e.g. `--set max_num_seqs=512`. May be repeated.
     #[arg(long = "set", value_name = "NAME=VALUE", value_parser = parse_set)]
     set: Vec<(String, f64)>,
 }

@@ -238,17 +238,17 @@ fn load_refuses_a_library_built_with_other_set_values() {
     let (program, text) = vllm();
     let so_path = build_so(&program, &dir, "libvllm.so");
     let options = poolc::Options {
-        set: vec![("blocks".into(), 8191.0)],
+        set: vec![("num_gpu_blocks".into(), 8191.0)],
     };
-    let other = poolc::check(&text, &options).expect("vllm with blocks=8191 checks");
+    let other = poolc::check(&text, &options).expect("vllm with num_gpu_blocks=8191 checks");
     // SAFETY: a library poolc just built.
     let err = unsafe { load::load(&so_path, &other) }.expect_err("other --set values");
     match &err {
         LoadError::Mismatch {
             at, library, spec, ..
         } => {
-            assert_eq!(at, "values[blocks].value");
-            assert_eq!((library.as_str(), spec.as_str()), ("4096.0", "8191.0"));
+            assert_eq!(at, "values[num_gpu_blocks].value");
+            assert_eq!((library.as_str(), spec.as_str()), ("28000.0", "8191.0"));
         }
         e => panic!("expected a mismatch, got {e}"),
     }
@@ -268,7 +268,7 @@ fn load_refuses_a_library_of_another_spec_naming_the_first_difference() {
     // SAFETY: a library poolc just built.
     let err = unsafe { load::load(&so_path, &vllm) }.expect_err("another spec");
     assert!(
-        matches!(&err, LoadError::Mismatch { at, .. } if at == "the length of values"),
+        matches!(&err, LoadError::Mismatch { at, .. } if at == "values[0].name"),
         "{err}"
     );
 }
@@ -290,7 +290,11 @@ fn load_finds_symbols_by_prefix() {
     // SAFETY: as above.
     let c = unsafe { load::load_with_prefix(&so_path, &program, &opts.prefix) }
         .expect("the right prefix");
-    assert_eq!(c.stages()[0].time(&[100.0]), 0.005 + 0.00002 * 100.0);
+    // examples/vllm.pool's time reads [prefill, decode].
+    assert_eq!(
+        c.stages()[0].time(&[100.0, 10.0]),
+        0.0057527 + 0.00001725 * 100.0 + 0.000006 * 10.0
+    );
     assert!(Prefix::parse("9lives").is_err() && Prefix::parse("a-b").is_err());
 }
 

@@ -78,9 +78,18 @@ fn eval_spill_work_and_stage_time() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // work = units * 131072
     assert_eq!(stdout(&o), format!("{:?}\n", 16.0 * 131072.0));
-    let o = eval("examples/vllm.pool", "engine", "time", &["tokens=1000"]);
+    let o = eval(
+        "examples/vllm.pool",
+        "engine",
+        "time",
+        &["prefill=1000", "decode=64"],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(stdout(&o), format!("{:?}\n", 0.005 + 0.00002 * 1000.0));
+    // BLIS's fit: 5752.7 us + 17.25 us per prefill token + 6.00 us per decode token.
+    assert_eq!(
+        stdout(&o),
+        format!("{:?}\n", 0.0057527 + 0.00001725 * 1000.0 + 0.000006 * 64.0)
+    );
 }
 
 #[test]

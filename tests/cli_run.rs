@@ -29,7 +29,13 @@ fn run_with_no_arguments_replays_the_bundled_trace() {
     let o = poolc(&["run"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("spec: examples/vllm.pool"), "{text}");
+    // The report opens with what it models: the spec's leading comment line.
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("vLLM 0.33 serving Llama-3.1-8B on one H100-80GB, with its default policies")
+    );
+    assert_eq!(lines.next(), Some("spec: examples/vllm.pool"));
     assert!(text.contains("mooncake_conversation_trace.jsonl"), "{text}");
     assert!(text.contains("ttft") && text.contains("wall:"), "{text}");
 }
@@ -47,6 +53,10 @@ fn run_json_has_the_documented_fields_and_sane_values() {
     ] {
         assert!(r.get(field).is_some(), "missing {field}");
     }
+    assert_eq!(
+        r["title"],
+        "vLLM 0.33 serving Llama-3.1-8B on one H100-80GB, with its default policies"
+    );
     for field in ["ttft", "itl", "e2e"] {
         for p in ["p50", "p90", "p99"] {
             assert!(r[field][p].is_number(), "{field}.{p}");
@@ -94,7 +104,14 @@ fn same_inputs_give_the_same_report_but_for_wall_time() {
 
 #[test]
 fn set_overrides_a_param_of_the_spec() {
-    let r = json(&["run", "--synthetic", "50", "--set", "blocks=100", "--json"]);
+    let r = json(&[
+        "run",
+        "--synthetic",
+        "50",
+        "--set",
+        "num_gpu_blocks=100",
+        "--json",
+    ]);
     assert_eq!(
         r["pools"][0]["cap"].as_u64(),
         Some(1600),

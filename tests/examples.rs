@@ -88,7 +88,12 @@ fn every_example_checks_clean() {
 
 #[test]
 fn d2_set_of_a_declared_param_is_accepted() {
-    let args = ["check", "examples/vllm.pool", "--set", "blocks=8191"];
+    let args = [
+        "check",
+        "examples/vllm.pool",
+        "--set",
+        "num_gpu_blocks=8191",
+    ];
     let output = poolc(&args);
     assert!(
         output.status.code() == Some(0) && output.stderr.is_empty(),

@@ -104,6 +104,8 @@ struct Spec {
     compiled: Compiled,
     /// How the spec was named (its path, or `<source>`): the report's `spec`.
     name: String,
+    /// Its leading comment line, the report's `title`.
+    title: Option<String>,
 }
 
 #[pymethods]
@@ -336,6 +338,7 @@ fn compile_source(
     Ok(Spec {
         compiled,
         name: name.to_string(),
+        title: run::title(source),
     })
 }
 
@@ -449,7 +452,8 @@ fn run_json(
             w.flush()
                 .map_err(|e| format!("cannot write the log: {e}"))?;
         }
-        let mut value = run::report_json(&report, &spec.name, wall.elapsed().as_secs_f64())
+        let elapsed = wall.elapsed().as_secs_f64();
+        let mut value = run::report_json(&report, &spec.name, spec.title.as_deref(), elapsed)
             .map_err(|e| format!("cannot encode the report: {e}"))?;
         if samples && let Some(obj) = value.as_object_mut() {
             obj.insert(

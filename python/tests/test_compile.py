@@ -79,8 +79,8 @@ def test_ir_is_what_poolc_ir_prints(cli):
 
 
 def test_set_overrides_a_param_as_the_cli_does(cli):
-    out = cli("ir", "examples/vllm.pool", "--set", "blocks=100")
-    assert poolc.compile("examples/vllm.pool", set={"blocks": 100}).ir() == out.stdout
+    out = cli("ir", "examples/vllm.pool", "--set", "num_gpu_blocks=100")
+    assert poolc.compile("examples/vllm.pool", set={"num_gpu_blocks": 100}).ir() == out.stdout
     assert poolc.compile("examples/vllm.pool").ir() != out.stdout
 
 

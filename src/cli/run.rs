@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use poolc::tools::run::{DEFAULT_SPEC, Source, Watch, bundled, replay, report_json};
+use poolc::tools::run::{DEFAULT_SPEC, Source, Watch, bundled, replay, report_json, title};
 use poolrt::trace::Format;
 
 use super::{SetArgs, fail, report};
@@ -70,6 +70,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(s) => s,
         Err(e) => return fail(&format!("cannot read {}: {e}", spec_path.display())),
     };
+    let title = title(&source);
     let program = match poolc::check(&source, &args.set.options()) {
         Ok(p) => p,
         Err(diags) => {
@@ -132,12 +133,16 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
     let wall_seconds = wall.elapsed().as_secs_f64();
     if args.json {
-        let value = match report_json(&report, &spec_path.display().to_string(), wall_seconds) {
+        let name = spec_path.display().to_string();
+        let value = match report_json(&report, &name, title.as_deref(), wall_seconds) {
             Ok(v) => v,
             Err(e) => return fail(&format!("cannot encode the report: {e}")),
         };
         println!("{value}");
     } else {
+        if let Some(title) = &title {
+            println!("{title}");
+        }
         println!("spec: {}", spec_path.display());
         print!("{}", report.to_text());
         let rate = report.sessions as f64 / wall_seconds.max(1e-9);

@@ -108,16 +108,27 @@ pub fn replay(
     .map_err(RunError::Host)
 }
 
+/// What a spec says it models: its first line, when that is a `//` comment (the
+/// report's title).
+pub fn title(source: &str) -> Option<String> {
+    let first = source.lines().next()?.trim();
+    let text = first.strip_prefix("//")?.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
 /// The report as the JSON object `poolc run --json` prints: the report's fields, then
-/// `spec` (how the spec was named) and `wall_seconds`.
+/// `spec` (how the spec was named), `title` (its [`title`], or null) and
+/// `wall_seconds`.
 pub fn report_json(
     report: &Report,
     spec: &str,
+    title: Option<&str>,
     wall_seconds: f64,
 ) -> Result<serde_json::Value, serde_json::Error> {
     let mut value = serde_json::to_value(report)?;
     if let Some(obj) = value.as_object_mut() {
         obj.insert("spec".into(), spec.into());
+        obj.insert("title".into(), title.into());
         obj.insert("wall_seconds".into(), wall_seconds.into());
     }
     Ok(value)
