@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod compare;
 mod conform;
 mod run;
 
@@ -33,6 +34,9 @@ enum Command {
     /// and print the report. With no arguments: examples/vllm.pool on the bundled
     /// Mooncake conversation trace.
     Run(run::RunArgs),
+    /// Replay one workload through several specs and print their reports side by
+    /// side, the best of each row marked (`--json`: a list of reports).
+    Compare(compare::CompareArgs),
     /// Measure a pool's admissions/s and evictions/s on a seeded synthetic stream:
     /// its compiled policy, the interpreter and hand-written Rust, with their ratios.
     /// With no arguments: examples/vllm.pool.
@@ -202,6 +206,7 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Compare(args) => compare::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Conform(args) => conform::run(args),
         Command::Check { specs, set } => check(&specs, &set.options()),

@@ -47,14 +47,14 @@ pub struct RunArgs {
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum FormatArg {
+pub(super) enum FormatArg {
     Mooncake,
     Azure,
     Jsonl,
 }
 
 impl FormatArg {
-    fn format(self) -> Format {
+    pub(super) fn format(self) -> Format {
         match self {
             FormatArg::Mooncake => Format::Mooncake,
             FormatArg::Azure => Format::Azure,

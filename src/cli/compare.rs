@@ -1,0 +1,95 @@
+//! `poolc compare`: replays one workload through several specs and prints their
+//! reports side by side (a column per spec, the best of each row marked), or with
+//! `--json` a list of the reports `poolc run --json` prints. The work is
+//! `poolc::tools::run`'s and `poolc::tools::compare`'s; this file parses arguments,
+//! prints and picks the exit code.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use poolc::tools::compare;
+use poolc::tools::run::{Source, Watch, replay, report_json, title};
+
+use super::run::FormatArg;
+use super::{SetArgs, fail, report};
+
+#[derive(clap::Args)]
+pub struct CompareArgs {
+    /// The specs to compare, each replayed on the same workload.
+    #[arg(required = true, value_name = "SPEC")]
+    specs: Vec<PathBuf>,
+    /// The workload (as `poolc run`; default: the bundled Mooncake trace).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long, value_enum, requires = "trace")]
+    format: Option<FormatArg>,
+    /// Replay N seeded synthetic sessions instead of a trace.
+    #[arg(long, value_name = "N", conflicts_with = "trace")]
+    synthetic: Option<usize>,
+    /// Seed of `--synthetic`.
+    #[arg(long, default_value_t = 1, requires = "synthetic")]
+    seed: u64,
+    /// Print a JSON list of the reports, in the order of the specs.
+    #[arg(long)]
+    json: bool,
+    /// `--set` applies to every spec that declares the param (and is an error for one
+    /// that does not, as in `poolc run`).
+    #[command(flatten)]
+    set: SetArgs,
+}
+
+pub fn run(args: CompareArgs) -> ExitCode {
+    let source = match (&args.trace, args.synthetic) {
+        (_, Some(n)) => Source::Synthetic { n, seed: args.seed },
+        (Some(path), None) => Source::Trace {
+            path: path.clone(),
+            format: args.format.map(FormatArg::format),
+        },
+        (None, None) => Source::Default,
+    };
+    let workload = match source.workload() {
+        Ok(w) => w,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let mut reports = Vec::new();
+    let mut json = Vec::new();
+    for path in &args.specs {
+        let text = match std::fs::read_to_string(path) {
+            Ok(s) => s,
+            Err(e) => return fail(&format!("cannot read {}: {e}", path.display())),
+        };
+        let compiled = match poolc::compile(&text, &args.set.options()) {
+            Ok(c) => c,
+            Err(diags) => {
+                report(path, &text, &diags);
+                return ExitCode::from(1);
+            }
+        };
+        let wall = Instant::now();
+        let r = match replay(&compiled, &workload, Watch::default()) {
+            Ok(r) => r,
+            Err(e) => return fail(&format!("{}: {e}", path.display())),
+        };
+        let name = path.display().to_string();
+        if args.json {
+            let title = title(&text);
+            match report_json(&r, &name, title.as_deref(), wall.elapsed().as_secs_f64()) {
+                Ok(v) => json.push(v),
+                Err(e) => return fail(&format!("cannot encode the report: {e}")),
+            }
+        }
+        let column = path
+            .file_stem()
+            .map_or(name, |s| s.to_string_lossy().into_owned());
+        reports.push((column, r));
+    }
+    if args.json {
+        println!("{}", serde_json::Value::Array(json));
+    } else {
+        println!("workload: {}", workload.source);
+        print!("{}", compare::table(&reports));
+        println!("(* best of the row)");
+    }
+    ExitCode::SUCCESS
+}
