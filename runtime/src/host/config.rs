@@ -152,6 +152,8 @@ pub enum HostError {
     Engine { pool: String, error: Error },
     /// Writing the log failed.
     Io(io::Error),
+    /// [`super::RunOptions::stop`] was set: the run stopped before its end.
+    Interrupted,
 }
 
 impl fmt::Display for HostError {
@@ -189,6 +191,7 @@ impl fmt::Display for HostError {
                 write!(f, "pool {pool}: the engine refused an operation: {error}")
             }
             HostError::Io(e) => write!(f, "cannot write the log: {e}"),
+            HostError::Interrupted => write!(f, "interrupted"),
         }
     }
 }

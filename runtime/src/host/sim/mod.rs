@@ -29,6 +29,7 @@ mod table;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::io;
+use std::sync::atomic::Ordering as AtomicOrdering;
 
 use crate::config::QueryKind;
 use crate::event::Notice;
@@ -266,6 +267,12 @@ impl Host {
             }
         }
         loop {
+            if options
+                .stop
+                .is_some_and(|s| s.load(AtomicOrdering::Relaxed))
+            {
+                return Err(HostError::Interrupted);
+            }
             let ta = self.shared.sess.get(self.next_arrival).map(|s| s.arrival);
             let te = self.events.peek().copied();
             match (ta, te) {
@@ -304,10 +311,11 @@ impl Host {
             }
             self.sample();
         }
+        let report = self.report();
         if let Some(log) = &mut io.log {
-            log.flush()?;
+            log.complete(&report)?;
         }
-        Ok(self.report())
+        Ok(report)
     }
 
     // ----- time and bookkeeping -------------------------------------------------------
