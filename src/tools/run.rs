@@ -126,6 +126,7 @@ fn replay_with_stop<'a>(
         observer: watch.observer,
         progress: watch.progress,
         stop,
+        progress_bound: None,
     })
     .map_err(RunError::Host)
 }

@@ -42,4 +42,7 @@ pub struct RunOptions<'a> {
     /// Read between events: once it holds `true`, the run stops with
     /// [`HostError::Interrupted`] (a CLI sets it from SIGINT); `None`: never stops.
     pub stop: Option<&'a AtomicBool>,
+    /// The no-progress guard's bound in step iterations (docs/HOST.md, "Progress");
+    /// `None`: the host's own, which no run without wasted work can reach.
+    pub progress_bound: Option<u64>,
 }
