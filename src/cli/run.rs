@@ -109,8 +109,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         // SAFETY: the user names a library built by `poolc build`; `load` checks its
         // manifest (format, every pool, layout and expression) against this spec before
         // handing out any function, so the functions are the ones the spec compiles to.
-        Some(lib) => unsafe { poolc::aot::load::load(lib, &program) }
-            .map_err(|e| format!("{}: {e}", lib.display())),
+        Some(lib) => {
+            unsafe { poolc::aot::load::load(lib, &program) }.map_err(|e| format!("--policy: {e}"))
+        }
     };
     let compiled = match compiled {
         Ok(c) => c,
