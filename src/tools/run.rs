@@ -50,7 +50,10 @@ impl Source {
     pub fn workload(&self) -> Result<Workload, TraceError> {
         match self {
             Source::Trace { path, format } => trace::read_path(path, *format),
-            Source::Synthetic { n, seed } => Ok(trace::synthetic(*n, *seed)),
+            Source::Synthetic { n, seed } => {
+                trace::session_limit(*n).map_err(|m| TraceError::new("--synthetic", 0, m))?;
+                Ok(trace::synthetic(*n, *seed))
+            }
             Source::Default => trace::read_path(&bundled(DEFAULT_TRACE), None),
         }
     }
