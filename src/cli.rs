@@ -1,8 +1,11 @@
 //! Command-line interface: the clap definitions of every subcommand and the code that
 //! prints their results. Exit codes are decided here and only here: 0 success, 1 a
-//! spec or input error (diagnostics on stderr), 2 a usage error (from clap).
+//! spec or input error (diagnostics on stderr) or a failed write, 2 a usage error
+//! (from clap), 130 an interrupted `poolc run`. Every result goes to stdout through
+//! [`print_out`], so a write error (a full disk, a closed pipe) is a clean error and
+//! never a panic.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -197,8 +200,12 @@ pub fn install_panic_hook() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        eprintln!("poolc: internal error: {msg}{at}");
-        eprintln!("poolc: this is a bug in poolc; please report it with the input that caused it");
+        // Ignoring a failed write: a panic hook that panicked would abort.
+        let _ = writeln!(
+            std::io::stderr(),
+            "poolc: internal error: {msg}{at}\n\
+             poolc: this is a bug in poolc; please report it with the input that caused it"
+        );
     }));
 }
 
@@ -211,10 +218,7 @@ pub fn run() -> ExitCode {
         Command::Conform(args) => conform::run(args),
         Command::Check { specs, set } => check(&specs, &set.options()),
         Command::Ir { spec, set } => match load(&spec, &set.options()) {
-            Ok(program) => {
-                print!("{}", ir::dump(&program));
-                ExitCode::SUCCESS
-            }
+            Ok(program) => print_out(&ir::dump(&program)),
             Err(code) => code,
         },
         Command::Clif {
@@ -224,10 +228,7 @@ pub fn run() -> ExitCode {
             set,
         } => match load(&spec, &set.options()) {
             Ok(program) => match codegen::clif(&program, pool.as_deref(), opt) {
-                Ok(text) => {
-                    print!("{text}");
-                    ExitCode::SUCCESS
-                }
+                Ok(text) => print_out(&text),
                 Err(e) => fail(&e.to_string()),
             },
             Err(code) => code,
@@ -265,8 +266,19 @@ pub fn run() -> ExitCode {
 }
 
 fn fail(message: &str) -> ExitCode {
-    eprintln!("poolc: {message}");
+    // Nothing is left to tell when stderr itself cannot be written; the exit code
+    // still says it failed.
+    let _ = writeln!(std::io::stderr(), "poolc: {message}");
     ExitCode::from(1)
+}
+
+/// Writes a command's result to stdout: success, or exit 1 with the write error.
+fn print_out(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("cannot write the output: {e}")),
+    }
 }
 
 fn run_eval(
@@ -302,22 +314,20 @@ fn run_eval(
         eval::Backend::Jit
     };
     match eval::eval_site(&compiled, pool, site, &inputs, backend) {
-        Ok(values) => {
-            print!("{}", eval::render(&values));
-            ExitCode::SUCCESS
-        }
+        Ok(values) => print_out(&eval::render(&values)),
         Err(e) => fail(&e.to_string()),
     }
 }
 
 fn check(specs: &[PathBuf], options: &Options) -> ExitCode {
     let mut failed = false;
+    let mut text = String::new();
     for path in specs {
         match load_with_warnings(path, options) {
             Ok(p) => {
                 let members: u32 = p.pools.iter().map(|x| x.count).sum();
-                println!(
-                    "{}: ok ({} pool{}, {} member{}, {} stage{})",
+                text += &format!(
+                    "{}: ok ({} pool{}, {} member{}, {} stage{})\n",
                     path.display(),
                     p.pools.len(),
                     plural(p.pools.len()),
@@ -330,11 +340,8 @@ fn check(specs: &[PathBuf], options: &Options) -> ExitCode {
             Err(_) => failed = true,
         }
     }
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    let printed = print_out(&text);
+    if failed { ExitCode::from(1) } else { printed }
 }
 
 fn plural(n: usize) -> &'static str {
@@ -372,20 +379,20 @@ fn load_with_warnings(path: &Path, options: &Options) -> Result<ir::Program, Exi
 }
 
 fn read(path: &Path) -> Result<String, ExitCode> {
-    std::fs::read_to_string(path).map_err(|e| {
-        eprintln!("poolc: cannot read {}: {e}", path.display());
-        ExitCode::from(1)
-    })
+    std::fs::read_to_string(path).map_err(|e| fail(&format!("cannot read {}: {e}", path.display())))
 }
 
 fn report(path: &Path, source: &str, diags: &[Diagnostic]) {
     let color = std::io::stderr().is_terminal();
-    eprint!(
-        "{}",
-        diag::render(&path.display().to_string(), source, diags, color)
-    );
     let n = diags.len();
-    eprintln!("poolc: {n} error{} in {}", plural(n), path.display());
+    // A failed write to stderr is ignored, as in `fail`.
+    let _ = writeln!(
+        std::io::stderr(),
+        "{}poolc: {n} error{} in {}",
+        diag::render(&path.display().to_string(), source, diags, color),
+        plural(n),
+        path.display()
+    );
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -436,15 +443,12 @@ fn run_build(spec: &Path, output: &Path, args: BuildArgs, options: &Options) -> 
         source_name: spec.display().to_string(),
     };
     match poolc::aot::build(&program, output, &build_options) {
-        Ok(built) => {
-            println!(
-                "wrote {} ({}) and {}",
-                built.output.display(),
-                build_options.target,
-                built.header.display()
-            );
-            ExitCode::SUCCESS
-        }
+        Ok(built) => print_out(&format!(
+            "wrote {} ({}) and {}\n",
+            built.output.display(),
+            build_options.target,
+            built.header.display()
+        )),
         Err(e) => fail(&e.to_string()),
     }
 }

@@ -2,11 +2,12 @@
 //! `sema` (AST → checked IR, checked again by `ir::verify` wherever it crosses a
 //! boundary) → `interp` / `codegen` (IR → values / machine code) → `aot` (shared
 //! objects: emit, link, manifest, header, load); `bridge` turns IR and compiled code
-//! into the runtime's configuration. `tools` (bench, conform, eval) use the pipeline
+//! into the runtime's configuration; `atomic_file` writes every whole-file output. `tools` (bench, conform, eval) use the pipeline
 //! and the runtime; no pipeline module imports them (tests/tidy.rs). This crate never
 //! prints and never exits; the binary's `cli` module does both.
 
 pub mod aot;
+pub mod atomic_file;
 pub mod bridge;
 pub mod codegen;
 pub mod diag;

@@ -284,7 +284,7 @@ fn load_finds_symbols_by_prefix() {
     // SAFETY: a library poolc just built.
     let err = unsafe { load::load(&so_path, &program) }.expect_err("default prefix");
     assert!(
-        matches!(&err, LoadError::MissingSymbol { symbol, .. } if symbol == "poolc_manifest"),
+        matches!(&err, LoadError::NoManifest { symbol, .. } if symbol == "poolc_manifest_data"),
         "{err}"
     );
     // SAFETY: as above.
@@ -321,8 +321,7 @@ fn manifest_gives_format_pools_layouts_keys_and_read_sets() {
         .expect("examples/replicas.pool");
     let program = example_program(&path, &text);
     let so_path = build_so(&program, &dir, "libreplicas.so");
-    // SAFETY: a library poolc just built.
-    let text = unsafe { load::read_manifest(&so_path, &Prefix::default()) }.expect("reads");
+    let text = load::read_manifest(&so_path, &Prefix::default()).expect("reads");
     assert_eq!(
         text,
         manifest::write(&program, &host(), &Prefix::default()),
@@ -381,8 +380,7 @@ fn manifest_carries_preempt_keys_and_requeue() {
         .expect("examples/vllm_priority.pool");
     let program = example_program(&path, &text);
     let so_path = build_so(&program, &dir, "libprio.so");
-    // SAFETY: a library poolc just built.
-    let text = unsafe { load::read_manifest(&so_path, &Prefix::default()) }.expect("reads");
+    let text = load::read_manifest(&so_path, &Prefix::default()).expect("reads");
     let m = manifest::parse(&text).expect("the manifest is JSON");
     let s = |v: &str| manifest::Json::String(v.into());
     let manifest::Json::Array(pools) = m.get("pools").expect("pools") else {

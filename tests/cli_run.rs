@@ -131,6 +131,8 @@ fn log_writes_one_json_object_per_iteration_and_pool_event() {
         if v.get("step").is_some() {
             steps += 1;
             assert_eq!(v["stage"], "engine");
+        } else if v.get("complete").is_some() {
+            assert!(line == text.lines().last().unwrap(), "complete comes last");
         } else {
             assert!(v["ev"].is_string() && v["pool"] == "kv", "{line}");
             events += 1;

@@ -13,12 +13,13 @@ pub mod manifest;
 pub mod object;
 
 use std::fmt;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use self::object::{Arch, ObjectFile, Prefix, Target};
+use crate::atomic_file::AtomicFile;
 use crate::codegen::CodegenError;
 use crate::ir;
 
@@ -177,8 +178,9 @@ pub fn object(
 }
 
 /// Builds `program` into `output` (an object file or a linked shared library, as
-/// `options.emit` says) and writes its header. Nothing is written when code
-/// generation or linking fails.
+/// `options.emit` says) and writes its header. Both are written whole beside their
+/// paths and renamed only once both are written ([`crate::atomic_file`]), so a
+/// failed code generation, link or write leaves neither file half-written.
 pub fn build(
     program: &ir::Program,
     output: &Path,
@@ -192,40 +194,58 @@ pub fn build(
         return Err(BuildError::HeaderIsOutput(header_path));
     }
     let (obj, header) = object(program, options)?;
-    match options.emit {
-        Emit::Object => write(output, &obj.bytes)?,
+    let library = match options.emit {
+        Emit::Object => staged(output, &obj.bytes)?,
         Emit::SharedObject => {
             let dir = TempDir::new()?;
             let obj_path = dir.path.join("policy.o");
             let so_path = dir.path.join("policy.so");
-            write(&obj_path, &obj.bytes)?;
+            staged(&obj_path, &obj.bytes)?.commit(&obj_path)?;
             link(
                 &options.target,
                 options.linker.as_deref(),
                 &obj_path,
                 &so_path,
             )?;
-            // Linked in the temporary directory, then copied, so a failed link
-            // leaves no half-written output and an unwritable output is reported
-            // by its own path.
-            std::fs::copy(&so_path, output).map_err(|error| BuildError::Write {
-                path: output.to_path_buf(),
+            // Linked in the temporary directory, then written beside the output, so
+            // an unwritable output is reported by its own path.
+            let so = std::fs::read(&so_path).map_err(|error| BuildError::Write {
+                path: so_path.clone(),
                 error,
             })?;
+            staged(output, &so)?
         }
-    }
-    write(&header_path, header.as_bytes())?;
+    };
+    let header_file = staged(&header_path, header.as_bytes())?;
+    library.commit(output)?;
+    header_file.commit(&header_path)?;
     Ok(Built {
         output: output.to_path_buf(),
         header: header_path,
     })
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<(), BuildError> {
-    std::fs::write(path, bytes).map_err(|error| BuildError::Write {
+/// An output written in full to its temporary file, not yet renamed to its path.
+struct Staged(AtomicFile);
+
+impl Staged {
+    fn commit(self, path: &Path) -> Result<(), BuildError> {
+        self.0.commit().map_err(|error| BuildError::Write {
+            path: path.to_path_buf(),
+            error,
+        })
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path` ([`crate::atomic_file`]).
+fn staged(path: &Path, bytes: &[u8]) -> Result<Staged, BuildError> {
+    let error = |error| BuildError::Write {
         path: path.to_path_buf(),
         error,
-    })
+    };
+    let mut file = AtomicFile::create(path).map_err(error)?;
+    file.write_all(bytes).map_err(error)?;
+    Ok(Staged(file))
 }
 
 /// Runs `linker -shared -o so obj -lm`: libm provides `fmod` (and `floor`/`ceil`,

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use poolc::ir::PoolId;
 use poolc::tools::bench::{self, BenchError, Options, OptionsError, Phases};
 
-use super::{SetArgs, fail, report};
+use super::{SetArgs, fail, print_out, report};
 
 /// The spec of `poolc bench` with no arguments.
 const DEFAULT_SPEC: &str = "examples/vllm.pool";
@@ -142,14 +142,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
         &options,
     );
     match result {
-        Ok(r) if args.json => {
-            println!("{}", r.to_json());
-            ExitCode::SUCCESS
-        }
-        Ok(r) => {
-            print!("{}", r.to_text());
-            ExitCode::SUCCESS
-        }
+        Ok(r) if args.json => print_out(&format!("{}\n", r.to_json())),
+        Ok(r) => print_out(&r.to_text()),
         Err(BenchError::Options(e)) => fail(&format!("bench: {}", flag_wording(e))),
         Err(e) => fail(&format!("bench: {e}")),
     }

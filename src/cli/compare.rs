@@ -12,7 +12,7 @@ use poolc::tools::compare;
 use poolc::tools::run::{Source, Watch, replay, report_json, title};
 
 use super::run::FormatArg;
-use super::{SetArgs, fail, report};
+use super::{SetArgs, fail, print_out, report};
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
@@ -85,11 +85,12 @@ pub fn run(args: CompareArgs) -> ExitCode {
         reports.push((column, r));
     }
     if args.json {
-        println!("{}", serde_json::Value::Array(json));
+        print_out(&format!("{}\n", serde_json::Value::Array(json)))
     } else {
-        println!("workload: {}", workload.source);
-        print!("{}", compare::table(&reports));
-        println!("(* best of the row)");
+        print_out(&format!(
+            "workload: {}\n{}(* best of the row)\n",
+            workload.source,
+            compare::table(&reports)
+        ))
     }
-    ExitCode::SUCCESS
 }

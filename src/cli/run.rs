@@ -1,19 +1,27 @@
 //! `poolc run`: replays a workload through the reference host with a spec's compiled
 //! policies and prints the report (text, or one JSON object with `--json`). It owns
 //! the defaults a newcomer gets with no arguments, the progress bar and the wall-clock
-//! figure, which is the only thing in the output that varies between identical runs.
+//! figure, which is the only thing in the output that varies between identical runs,
+//! and SIGINT: the first one stops the replay at its next event (exit 130; the log
+//! keeps what was written and never gets its final `complete` line), a second one
+//! exits at once with 130.
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use poolc::tools::run::{DEFAULT_SPEC, Source, Watch, bundled, replay, report_json, title};
+use poolc::tools::run::{
+    DEFAULT_SPEC, RunError, Source, Watch, bundled, replay_until, report_json, title,
+};
+use poolrt::host::HostError;
 use poolrt::trace::Format;
 
-use super::{SetArgs, fail, report};
+use super::{SetArgs, fail, print_out, report};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -39,7 +47,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
     /// Run the policies of a shared object built by `poolc build` from this spec
-    /// instead of the JIT (its manifest is checked against the spec first).
+    /// instead of the JIT (its manifest is checked against the spec first). This
+    /// executes the library's code in this process (its initialisers run when it is
+    /// opened): name only libraries you trust.
     #[arg(long, value_name = "LIB")]
     policy: Option<PathBuf>,
     #[command(flatten)]
@@ -63,8 +73,25 @@ impl FormatArg {
     }
 }
 
+/// The exit code of a run stopped by SIGINT (128 + 2, as a shell reports it).
+const INTERRUPTED: u8 = 130;
+
 pub fn run(args: RunArgs) -> ExitCode {
     let wall = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    // The second SIGINT exits at once (its flag is already set); the first sets it.
+    for register in [
+        signal_hook::flag::register_conditional_shutdown(
+            signal_hook::consts::SIGINT,
+            i32::from(INTERRUPTED),
+            Arc::clone(&stop),
+        ),
+        signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop)),
+    ] {
+        if let Err(e) = register {
+            return fail(&format!("cannot handle SIGINT: {e}"));
+        }
+    }
     let spec_path = args.spec.clone().unwrap_or_else(|| bundled(DEFAULT_SPEC));
     let source = match std::fs::read_to_string(&spec_path) {
         Ok(s) => s,
@@ -83,8 +110,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         // SAFETY: the user names a library built by `poolc build`; `load` checks its
         // manifest (format, every pool, layout and expression) against this spec before
         // handing out any function, so the functions are the ones the spec compiles to.
-        Some(lib) => unsafe { poolc::aot::load::load(lib, &program) }
-            .map_err(|e| format!("{}: {e}", lib.display())),
+        Some(lib) => {
+            unsafe { poolc::aot::load::load(lib, &program) }.map_err(|e| format!("--policy: {e}"))
+        }
     };
     let compiled = match compiled {
         Ok(c) => c,
@@ -112,7 +140,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     let bar = Progress::new();
     let mut progress = |done: u64, total: u64| bar.update(done, total);
-    let result = replay(
+    let result = replay_until(
         &compiled,
         &workload,
         Watch {
@@ -120,10 +148,15 @@ pub fn run(args: RunArgs) -> ExitCode {
             progress: Some(&mut progress),
             ..Watch::default()
         },
+        &stop,
     );
     bar.finish();
     let report = match result {
         Ok(r) => r,
+        Err(RunError::Host(HostError::Interrupted)) => {
+            let _ = writeln!(std::io::stderr(), "poolc: interrupted");
+            return ExitCode::from(INTERRUPTED);
+        }
         Err(e) => return fail(&e.to_string()),
     };
     if let Some(mut w) = log_file
@@ -134,21 +167,19 @@ pub fn run(args: RunArgs) -> ExitCode {
     let wall_seconds = wall.elapsed().as_secs_f64();
     if args.json {
         let name = spec_path.display().to_string();
-        let value = match report_json(&report, &name, title.as_deref(), wall_seconds) {
-            Ok(v) => v,
-            Err(e) => return fail(&format!("cannot encode the report: {e}")),
-        };
-        println!("{value}");
-    } else {
-        if let Some(title) = &title {
-            println!("{title}");
+        match report_json(&report, &name, title.as_deref(), wall_seconds) {
+            Ok(v) => print_out(&format!("{v}\n")),
+            Err(e) => fail(&format!("cannot encode the report: {e}")),
         }
-        println!("spec: {}", spec_path.display());
-        print!("{}", report.to_text());
+    } else {
         let rate = report.sessions as f64 / wall_seconds.max(1e-9);
-        println!("wall: {wall_seconds:.3} s ({rate:.0} sessions per second of wall time)");
+        let title = title.map_or(String::new(), |t| format!("{t}\n"));
+        print_out(&format!(
+            "{title}spec: {}\n{}wall: {wall_seconds:.3} s ({rate:.0} sessions per second of wall time)\n",
+            spec_path.display(),
+            report.to_text()
+        ))
     }
-    ExitCode::SUCCESS
 }
 
 /// A progress bar on stderr that appears only on a terminal and only once a replay

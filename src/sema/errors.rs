@@ -37,6 +37,18 @@ pub fn reserved_name(name: &str, span: Span, what: &str) -> Diagnostic {
         .primary(span, format!("`{name}` is {what}"))
 }
 
+pub fn too_many_declarations(found: usize, limit: usize, first_past: Span) -> Diagnostic {
+    Diagnostic::new(
+        "limit",
+        format!("the spec makes {found} declarations; at most {limit} are allowed"),
+    )
+    .primary(
+        first_past,
+        format!("declaration {} is one too many", limit + 1),
+    )
+    .note("constants, parameters, session attributes, stages and pools count together")
+}
+
 pub fn second_session(first: Span, second: Span) -> Diagnostic {
     Diagnostic::new("D3", "a spec has at most one `session` block")
         .primary(second, "second `session` block")

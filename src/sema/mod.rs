@@ -43,6 +43,11 @@ const MAX_MEMBERS: f64 = 65_536.0;
 /// Largest integer every f64 holds exactly: caps and blocks above it would round.
 const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
 
+/// Most declarations a spec may make (constants, parameters, session attributes,
+/// stages and pools together; docs/RELIABILITY.md, "Limits"): far above any real
+/// spec, and it keeps sema's tables and the manifest small.
+pub const MAX_DECLARATIONS: usize = 4096;
+
 /// Checks a spec and lowers it to IR, or returns every diagnostic found.
 pub fn analyze(spec: &Spec, options: &Options) -> Result<Program, Vec<Diagnostic>> {
     let mut c = Checker::new(spec);
@@ -191,6 +196,13 @@ impl<'a> Checker<'a> {
             }
         }
         named.sort_by_key(|(id, _)| id.span.start);
+        if let Some((first_past, _)) = named.get(MAX_DECLARATIONS) {
+            self.error(errors::too_many_declarations(
+                named.len(),
+                MAX_DECLARATIONS,
+                first_past.span,
+            ));
+        }
         for (id, sym) in named {
             if matches!(id.name.as_str(), "serial" | "arrival") {
                 self.error(errors::reserved_name(

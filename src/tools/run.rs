@@ -8,6 +8,7 @@
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 
 use poolrt::host::{Host, HostError, Observer, Report, RunOptions};
 use poolrt::trace::{self, Format, TraceError, Workload};
@@ -49,7 +50,10 @@ impl Source {
     pub fn workload(&self) -> Result<Workload, TraceError> {
         match self {
             Source::Trace { path, format } => trace::read_path(path, *format),
-            Source::Synthetic { n, seed } => Ok(trace::synthetic(*n, *seed)),
+            Source::Synthetic { n, seed } => {
+                trace::session_limit(*n).map_err(|m| TraceError::new("--synthetic", 0, m))?;
+                Ok(trace::synthetic(*n, *seed))
+            }
             Source::Default => trace::read_path(&bundled(DEFAULT_TRACE), None),
         }
     }
@@ -96,6 +100,26 @@ pub fn replay(
     workload: &Workload,
     watch: Watch<'_>,
 ) -> Result<Report, RunError> {
+    replay_with_stop(compiled, workload, watch, None)
+}
+
+/// [`replay`], stopping with `HostError::Interrupted` once `stop` holds `true`
+/// (`poolc run` sets it from SIGINT); the log then has no final `complete` line.
+pub fn replay_until<'a>(
+    compiled: &Compiled,
+    workload: &Workload,
+    watch: Watch<'a>,
+    stop: &'a AtomicBool,
+) -> Result<Report, RunError> {
+    replay_with_stop(compiled, workload, watch, Some(stop))
+}
+
+fn replay_with_stop<'a>(
+    compiled: &Compiled,
+    workload: &Workload,
+    watch: Watch<'a>,
+    stop: Option<&'a AtomicBool>,
+) -> Result<Report, RunError> {
     let config =
         crate::bridge::host_config(compiled.program(), compiled.pools(), compiled.stages())
             .map_err(RunError::Bridge)?;
@@ -104,6 +128,8 @@ pub fn replay(
         log: watch.log,
         observer: watch.observer,
         progress: watch.progress,
+        stop,
+        progress_bound: None,
     })
     .map_err(RunError::Host)
 }

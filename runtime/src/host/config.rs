@@ -155,6 +155,22 @@ pub enum HostError {
     Engine { pool: String, error: Error },
     /// Writing the log failed.
     Io(io::Error),
+    /// [`super::RunOptions::stop`] was set: the run stopped before its end.
+    Interrupted,
+    /// The no-progress guard (docs/HOST.md, "Progress"): `iterations` step
+    /// iterations since simulated time `since` produced no token, finished or
+    /// rejected no session and computed nothing new, past the bound `limit`.
+    /// `sessions` names the first sessions preempted meanwhile (of `preemptions`),
+    /// then the residents of the member whose iteration passed the bound.
+    NoProgress {
+        iterations: u64,
+        limit: u64,
+        since: f64,
+        sessions: Vec<u64>,
+        /// More sessions were preempted than `sessions` names.
+        others: bool,
+        preemptions: u64,
+    },
 }
 
 impl fmt::Display for HostError {
@@ -192,6 +208,31 @@ impl fmt::Display for HostError {
                 write!(f, "pool {pool}: the engine refused an operation: {error}")
             }
             HostError::Io(e) => write!(f, "cannot write the log: {e}"),
+            HostError::Interrupted => write!(f, "interrupted"),
+            HostError::NoProgress {
+                iterations,
+                limit,
+                since,
+                sessions,
+                others,
+                preemptions,
+            } => {
+                write!(
+                    f,
+                    "no progress: {iterations} stage iterations since t={since} s produced no \
+                     token, finished or rejected no session and computed nothing new (the \
+                     bound is {limit}; docs/HOST.md, \"Progress\"), with {preemptions} \
+                     preemptions meanwhile"
+                )?;
+                if !sessions.is_empty() {
+                    let names: Vec<String> = sessions.iter().map(u64::to_string).collect();
+                    write!(f, "; sessions involved: {}", names.join(", "))?;
+                    if *others {
+                        write!(f, " and others")?;
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }

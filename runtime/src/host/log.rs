@@ -1,5 +1,6 @@
 //! The replay log: JSON lines written to any `io::Write`, one per stage iteration and
-//! one per pool event (docs/TRACES.md states every field) — an [`Observer`] of the
+//! one per pool event (docs/TRACES.md states every field), and after the last of them,
+//! only when the run reached its end, one `{"complete":true,…}` line — an [`Observer`] of the
 //! host's typed records. Lines are serialized with serde into one reused buffer, so a
 //! warm log allocates nothing per line. It must not reorder or filter what it is
 //! given, and it decides nothing: the bytes are a rendering of the records.
@@ -10,6 +11,7 @@ use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 
 use super::observe::{Admitted, HostEvent, Iteration, Observer, PoolEvent, PoolEventKind};
+use super::report::Report;
 use crate::event::Event;
 use crate::types::{BlockKey, SessionId, Units};
 
@@ -262,6 +264,24 @@ impl<'a> EventLine<'a> {
 pub struct JsonLog<'a> {
     out: &'a mut dyn Write,
     buf: Vec<u8>,
+    /// Lines written so far: iterations and pool events.
+    iterations: u64,
+    events: u64,
+}
+
+/// The last line of a complete log, and only of a complete one: the counts of the
+/// lines before it and how the run ended (docs/TRACES.md, "The end of the log").
+#[derive(Serialize)]
+struct CompleteLine {
+    complete: bool,
+    lines: u64,
+    iterations: u64,
+    events: u64,
+    sessions: u64,
+    finished: u64,
+    rejected: u64,
+    unfinished: u64,
+    sim_seconds: f64,
 }
 
 impl<'a> JsonLog<'a> {
@@ -269,6 +289,8 @@ impl<'a> JsonLog<'a> {
         JsonLog {
             out,
             buf: Vec::with_capacity(512),
+            iterations: 0,
+            events: 0,
         }
     }
 
@@ -279,8 +301,21 @@ impl<'a> JsonLog<'a> {
         self.out.write_all(&self.buf)
     }
 
-    /// Flushes the writer (the host calls it when the run ends).
-    pub fn flush(&mut self) -> io::Result<()> {
+    /// Writes the final `{"complete":true,…}` line and flushes the writer. The host
+    /// calls it once, when a run has reached its end and its report is made; a run
+    /// that stops early (an error, an interruption) never writes it.
+    pub fn complete(&mut self, report: &Report) -> io::Result<()> {
+        self.line(&CompleteLine {
+            complete: true,
+            lines: self.iterations + self.events,
+            iterations: self.iterations,
+            events: self.events,
+            sessions: report.sessions,
+            finished: report.finished,
+            rejected: report.rejected,
+            unfinished: report.unfinished,
+            sim_seconds: report.sim_seconds,
+        })?;
         self.out.flush()
     }
 }
@@ -291,10 +326,12 @@ impl Observer for JsonLog<'_> {
     }
 
     fn iteration(&mut self, iteration: &Iteration<'_>) -> io::Result<()> {
+        self.iterations += 1;
         self.line(&IterLine::of(iteration))
     }
 
     fn event(&mut self, event: &PoolEvent<'_>) -> io::Result<()> {
+        self.events += 1;
         self.line(&EventLine::of(event))
     }
 }

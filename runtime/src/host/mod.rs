@@ -25,6 +25,7 @@ pub use report::{LinkReport, Percentiles, PoolReport, Report, StageReport};
 pub use sim::Host;
 
 use std::io::Write;
+use std::sync::atomic::AtomicBool;
 
 /// What a run writes and tells besides its report.
 #[derive(Default)]
@@ -38,4 +39,10 @@ pub struct RunOptions<'a> {
     /// Called with (sessions done, sessions in all) whenever a session finishes or
     /// is rejected, so a CLI can draw a progress bar.
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+    /// Read between events: once it holds `true`, the run stops with
+    /// [`HostError::Interrupted`] (a CLI sets it from SIGINT); `None`: never stops.
+    pub stop: Option<&'a AtomicBool>,
+    /// The no-progress guard's bound in step iterations (docs/HOST.md, "Progress");
+    /// `None`: the host's own, which no run without wasted work can reach.
+    pub progress_bound: Option<u64>,
 }

@@ -8,7 +8,7 @@
 
 use std::io::BufRead;
 
-use super::{SessionSpec, TraceError, Workload, check_session};
+use super::{LineLimit, SessionSpec, TraceError, Workload, check_session, session_limit};
 
 /// Reads an Azure LLM inference CSV; `file` names it in errors.
 pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
@@ -16,7 +16,7 @@ pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
         .has_headers(true)
         .flexible(false)
         .trim(csv::Trim::All)
-        .from_reader(reader);
+        .from_reader(LineLimit::new(reader));
     let header = csv.headers().map_err(|e| csv_error(file, &e, 1))?.clone();
     let col = |name: &str| {
         header.iter().position(|h| h == name).ok_or_else(|| {
@@ -39,7 +39,8 @@ pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
     let mut t0: Option<i128> = None;
     let mut record = csv::StringRecord::new();
     loop {
-        let line_before = csv.position().line() + 1;
+        // The line the next record starts on (an I/O error has no position of its own).
+        let line_before = csv.position().line();
         match csv.read_record(&mut record) {
             Ok(false) => break,
             Ok(true) => {}
@@ -61,6 +62,7 @@ pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
             name: None,
             line: n,
         };
+        session_limit(w.sessions.len() + 1).map_err(err)?;
         check_session(&s, w.sessions.last().map(|p| p.arrival)).map_err(err)?;
         w.sessions.push(s);
     }
@@ -74,6 +76,7 @@ fn csv_error(file: &str, e: &csv::Error, fallback: u64) -> TraceError {
             expected_len, len, ..
         } => format!("the row has {len} fields, the header has {expected_len}"),
         csv::ErrorKind::Utf8 { .. } => "the row is not valid UTF-8".to_string(),
+        csv::ErrorKind::Io(e) => format!("cannot read: {e}"),
         _ => format!("bad CSV: {e}"),
     };
     TraceError::new(file, line, message)

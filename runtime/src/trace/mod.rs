@@ -8,7 +8,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use crate::hash::FxMap;
@@ -20,6 +20,64 @@ pub mod mooncake;
 pub mod synthetic;
 
 pub use synthetic::{SyntheticParams, synthetic, synthetic_with};
+
+/// Longest line a trace may have, in bytes without its newline (docs/RELIABILITY.md,
+/// "Limits"): a line of our JSONL with a few thousand runs fits many times over, and
+/// a file that is not line-structured is refused before it fills memory.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// Most sessions a workload may have (2^24): a replay keeps a few hundred bytes per
+/// session, so the largest workload still fits in a few gigabytes.
+pub const MAX_SESSIONS: usize = 1 << 24;
+
+/// Largest `prompt + output` of a session, in tokens (2^53): every count up to it is
+/// exact as the f64 the compiled policies read.
+pub const MAX_UNITS: u64 = 1 << 53;
+
+/// Whether a workload of `count` sessions is within [`MAX_SESSIONS`].
+pub fn session_limit(count: usize) -> Result<(), String> {
+    if count > MAX_SESSIONS {
+        Err(format!(
+            "a workload has at most {MAX_SESSIONS} sessions (this one has more)"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A reader that fails once a line runs past [`MAX_LINE_BYTES`], so no reader
+/// above it ever holds a longer line in memory.
+pub(crate) struct LineLimit<R> {
+    inner: R,
+    /// Bytes read since the last newline.
+    run: usize,
+}
+
+impl<R: Read> LineLimit<R> {
+    pub(crate) fn new(inner: R) -> LineLimit<R> {
+        LineLimit { inner, run: 0 }
+    }
+}
+
+impl<R: Read> Read for LineLimit<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for &b in buf.get(..n).unwrap_or_default() {
+            if b == b'\n' {
+                self.run = 0;
+            } else {
+                self.run += 1;
+                if self.run > MAX_LINE_BYTES {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("the line is longer than {MAX_LINE_BYTES} bytes"),
+                    ));
+                }
+            }
+        }
+        Ok(n)
+    }
+}
 
 /// Run ids at and above this are the host's own (a session's unique prompt run when
 /// the trace gives no content, and its output run); trace run ids must stay below.
@@ -148,7 +206,7 @@ pub fn read_path(path: &Path, format: Option<Format>) -> Result<Workload, TraceE
         Some(f) => f,
         None => {
             let mut first = String::new();
-            for line in open()?.lines() {
+            for line in BufReader::new(LineLimit::new(open()?)).lines() {
                 let line = line.map_err(|e| TraceError::new(&name, 0, format!("{e}")))?;
                 if !line.trim().is_empty() {
                     first = line;
@@ -248,6 +306,7 @@ pub(crate) fn read_json_lines<R: BufRead>(
             continue;
         }
         let err = |m: String| TraceError::new(file, n, m);
+        session_limit(w.sessions.len() + 1).map_err(err)?;
         let s = row(&line, n, &mut w).map_err(err)?;
         check_session(&s, w.sessions.last().map(|p| p.arrival)).map_err(err)?;
         chains.check(&s.runs, n).map_err(err)?;
@@ -278,6 +337,13 @@ pub(crate) fn check_session(s: &SessionSpec, previous_arrival: Option<f64>) -> R
     }
     if s.output == 0 {
         return Err("the output must have at least 1 token".into());
+    }
+    if s.prompt.checked_add(s.output).is_none_or(|t| t > MAX_UNITS) {
+        return Err(format!(
+            "prompt {} + output {} tokens is more than 2^53 ({MAX_UNITS}), the most a \
+             session may have",
+            s.prompt, s.output
+        ));
     }
     if !s.runs.is_empty() {
         let sum = s.runs.iter().try_fold(0u64, |a, r| a.checked_add(r.len.0));
@@ -337,9 +403,12 @@ pub(crate) fn numbered_lines<R: BufRead>(
     file: &str,
 ) -> impl Iterator<Item = Result<(u64, String), TraceError>> {
     let file = file.to_string();
-    reader.lines().enumerate().map(move |(i, l)| {
-        let n = i as u64 + 1;
-        l.map(|l| (n, l))
-            .map_err(|e| TraceError::new(&file, n, format!("cannot read: {e}")))
-    })
+    BufReader::new(LineLimit::new(reader))
+        .lines()
+        .enumerate()
+        .map(move |(i, l)| {
+            let n = i as u64 + 1;
+            l.map(|l| (n, l))
+                .map_err(|e| TraceError::new(&file, n, format!("cannot read: {e}")))
+        })
 }

@@ -17,6 +17,7 @@ use super::super::config::{
 };
 use super::super::report::Samples;
 use super::links::LinkMember;
+use super::progress::Guard;
 use super::session::{PoolQ, Shared, StageIdx, StageQ};
 use super::step::StepMember;
 use super::table::Table;
@@ -100,6 +101,8 @@ impl Host {
             output_tokens: 0,
             computed_tokens: 0,
             victims: Vec::new(),
+            // Set with its bound when the run starts (it may come from RunOptions).
+            guard: Guard::new(0),
         };
         host.bind(&config.attrs, workload)?;
         host.reserve_samples(workload);

@@ -166,6 +166,10 @@ impl Host {
                 }
                 x.loading = false;
                 x.computed += units;
+                if x.computed > x.high {
+                    x.high = x.computed;
+                    self.guard.progress(self.now);
+                }
                 let (p, computed, state) = (x.pool, x.computed, x.state);
                 self.pools[p]
                     .set_computed(session, Units(computed))

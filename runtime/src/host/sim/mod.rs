@@ -4,9 +4,9 @@
 //! telling observers what each pool operation did). The parts live beside it, one
 //! job each: [`build`] builds the host and resolves its joins, [`session`] owns the
 //! sessions and what pools read of them, [`step`] the step stages (R15, R16),
-//! [`links`] the link stages with spill writes and tier loads (R17, R12), and
-//! [`summary`] the report. docs/HOST.md states the procedures and the decisions
-//! taken; the code follows it step by step. Pools are driven only through the
+//! [`links`] the link stages with spill writes and tier loads (R17, R12),
+//! [`summary`] the report and [`progress`] the no-progress guard. docs/HOST.md
+//! states the procedures and the decisions taken; the code follows it step by step. Pools are driven only through the
 //! engine's public operations. Once warm, an iteration allocates nothing per
 //! admission: its lists are reused buffers (a session's content chain is built once,
 //! when it arrives).
@@ -21,6 +21,7 @@
 
 mod build;
 mod links;
+mod progress;
 mod session;
 mod step;
 mod summary;
@@ -29,6 +30,7 @@ mod table;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::io;
+use std::sync::atomic::Ordering as AtomicOrdering;
 
 use crate::config::QueryKind;
 use crate::event::Notice;
@@ -42,6 +44,7 @@ use super::observe::{HostEvent, Iteration, Latency, Observer, PoolEvent, PoolEve
 use super::report::Samples;
 use super::report::{Occupancy, Report};
 use links::LinkMember;
+use progress::Guard;
 use session::{PoolQ, Shared};
 use step::StepMember;
 use table::{Ix, Table};
@@ -241,6 +244,8 @@ pub struct Host {
     output_tokens: u64,
     computed_tokens: u64,
     victims: Vec<SessionId>,
+    /// The no-progress guard (progress.rs).
+    guard: Guard,
 }
 
 impl Host {
@@ -265,7 +270,14 @@ impl Host {
                 p.set_logging(true);
             }
         }
+        self.guard = Guard::new(options.progress_bound.unwrap_or(self.progress_bound()));
         loop {
+            if options
+                .stop
+                .is_some_and(|s| s.load(AtomicOrdering::Relaxed))
+            {
+                return Err(HostError::Interrupted);
+            }
             let ta = self.shared.sess.get(self.next_arrival).map(|s| s.arrival);
             let te = self.events.peek().copied();
             match (ta, te) {
@@ -304,10 +316,11 @@ impl Host {
             }
             self.sample();
         }
+        let report = self.report();
         if let Some(log) = &mut io.log {
-            log.flush()?;
+            log.complete(&report)?;
         }
-        Ok(self.report())
+        Ok(report)
     }
 
     // ----- time and bookkeeping -------------------------------------------------------
@@ -355,6 +368,7 @@ impl Host {
 
     fn done_one(&mut self, io: &mut Io<'_>) {
         self.done += 1;
+        self.guard.progress(self.now);
         let total = self.shared.sess.len() as u64;
         if let Some(f) = io.progress.as_mut() {
             f(self.done, total);

@@ -38,6 +38,8 @@ pub(super) struct Sess {
     pub(super) generated: u64,
     /// Units of its sequence whose KV exists (mirrors the pool's computed).
     pub(super) computed: u64,
+    /// The most `computed` has ever been: units beyond it are new work (progress.rs).
+    pub(super) high: u64,
     /// Its last execution sampled a token: its next take is a decode.
     pub(super) caught_up: bool,
     pub(super) admitted_once: bool,
@@ -235,6 +237,7 @@ impl Host {
                 state: State::Pending,
                 generated: 0,
                 computed: 0,
+                high: 0,
                 caught_up: false,
                 admitted_once: false,
                 loading: false,

@@ -324,6 +324,7 @@ impl Host {
             }
         }
         st.preempted.push(v);
+        self.guard.preempted(v);
         let x = &mut self.shared.sess[v];
         x.state = State::Waiting;
         x.computed = 0;
@@ -456,12 +457,18 @@ impl Host {
     pub(super) fn end_iteration(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
         let t = self.now;
         self.steps[m].in_flight = false;
+        let mut progress = false;
         for k in 0..self.steps[m].took.len() {
             let Take { s, n, .. } = self.steps[m].took[k];
             let x = &mut self.shared.sess[s];
             x.computed += n;
+            if x.computed > x.high {
+                x.high = x.computed;
+                progress = true;
+            }
             let (p, computed) = (x.pool, x.computed);
             if computed == x.seq() {
+                progress = true;
                 x.generated += 1;
                 x.caught_up = true;
                 let moment = if x.first_token.is_nan() {
@@ -511,7 +518,9 @@ impl Host {
         if io.iterations() {
             self.tell_iteration(m, io)?;
         }
-        Ok(())
+        self.guard
+            .iteration(progress, t)
+            .map_err(|s| s.error(&self.steps[m].residents))
     }
 
     /// Tells the observers the iteration of member `m` that just ended.
