@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use poolc::tools::compare;
-use poolc::tools::run::{Source, Watch, replay, report_json, title};
+use poolc::tools::run::{Watch, replay, report_json, title};
 
-use super::run::FormatArg;
+use super::run::WorkloadArgs;
 use super::{SetArgs, fail, print_out, report};
 
 #[derive(clap::Args)]
@@ -20,16 +20,8 @@ pub struct CompareArgs {
     #[arg(required = true, value_name = "SPEC")]
     specs: Vec<PathBuf>,
     /// The workload (as `poolc run`; default: the bundled Mooncake trace).
-    #[arg(long)]
-    trace: Option<PathBuf>,
-    #[arg(long, value_enum, requires = "trace")]
-    format: Option<FormatArg>,
-    /// Replay N seeded synthetic sessions instead of a trace.
-    #[arg(long, value_name = "N", conflicts_with = "trace")]
-    synthetic: Option<usize>,
-    /// Seed of `--synthetic`.
-    #[arg(long, default_value_t = 1, requires = "synthetic")]
-    seed: u64,
+    #[command(flatten)]
+    workload: WorkloadArgs,
     /// Print a JSON list of the reports, in the order of the specs.
     #[arg(long)]
     json: bool,
@@ -40,15 +32,7 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> ExitCode {
-    let source = match (&args.trace, args.synthetic) {
-        (_, Some(n)) => Source::Synthetic { n, seed: args.seed },
-        (Some(path), None) => Source::Trace {
-            path: path.clone(),
-            format: args.format.map(FormatArg::format),
-        },
-        (None, None) => Source::Default,
-    };
-    let workload = match source.workload() {
+    let workload = match args.workload.source().workload() {
         Ok(w) => w,
         Err(e) => return fail(&e.to_string()),
     };

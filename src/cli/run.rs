@@ -27,19 +27,8 @@ use super::{SetArgs, fail, print_out, report};
 pub struct RunArgs {
     /// The spec to run (default: examples/vllm.pool).
     spec: Option<PathBuf>,
-    /// The workload: Mooncake JSONL, Azure CSV or our JSONL (docs/TRACES.md); the
-    /// format is detected unless `--format` says (default: the bundled Mooncake
-    /// conversation trace).
-    #[arg(long)]
-    trace: Option<PathBuf>,
-    #[arg(long, value_enum, requires = "trace")]
-    format: Option<FormatArg>,
-    /// Replay N seeded synthetic sessions instead of a trace.
-    #[arg(long, value_name = "N", conflicts_with = "trace")]
-    synthetic: Option<usize>,
-    /// Seed of `--synthetic`.
-    #[arg(long, default_value_t = 1, requires = "synthetic")]
-    seed: u64,
+    #[command(flatten)]
+    workload: WorkloadArgs,
     /// Print the report as one JSON object.
     #[arg(long)]
     json: bool,
@@ -56,15 +45,46 @@ pub struct RunArgs {
     set: SetArgs,
 }
 
+/// Where the sessions come from: shared by `poolc run` and `poolc compare`.
+#[derive(clap::Args)]
+pub(super) struct WorkloadArgs {
+    /// The workload: Mooncake JSONL, Azure CSV or our JSONL (docs/TRACES.md); the
+    /// format is detected unless `--format` says (default: the bundled Mooncake
+    /// conversation trace).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    #[arg(long, value_enum, requires = "trace")]
+    format: Option<FormatArg>,
+    /// Replay N seeded synthetic sessions instead of a trace.
+    #[arg(long, value_name = "N", conflicts_with = "trace")]
+    synthetic: Option<usize>,
+    /// Seed of `--synthetic`.
+    #[arg(long, default_value_t = 1, requires = "synthetic")]
+    seed: u64,
+}
+
+impl WorkloadArgs {
+    pub(super) fn source(&self) -> Source {
+        match (&self.trace, self.synthetic) {
+            (_, Some(n)) => Source::Synthetic { n, seed: self.seed },
+            (Some(path), None) => Source::Trace {
+                path: path.clone(),
+                format: self.format.map(FormatArg::format),
+            },
+            (None, None) => Source::Default,
+        }
+    }
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
-pub(super) enum FormatArg {
+enum FormatArg {
     Mooncake,
     Azure,
     Jsonl,
 }
 
 impl FormatArg {
-    pub(super) fn format(self) -> Format {
+    fn format(self) -> Format {
         match self {
             FormatArg::Mooncake => Format::Mooncake,
             FormatArg::Azure => Format::Azure,
@@ -118,15 +138,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let source = match (&args.trace, args.synthetic) {
-        (_, Some(n)) => Source::Synthetic { n, seed: args.seed },
-        (Some(path), None) => Source::Trace {
-            path: path.clone(),
-            format: args.format.map(FormatArg::format),
-        },
-        (None, None) => Source::Default,
-    };
-    let workload = match source.workload() {
+    let workload = match args.workload.source().workload() {
         Ok(w) => w,
         Err(e) => return fail(&e.to_string()),
     };
