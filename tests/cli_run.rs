@@ -259,3 +259,37 @@ fn check_warns_of_a_spill_predicate_that_reads_size() {
     );
     let _ = std::fs::remove_file(spec);
 }
+
+/// `--rate-scale F` divides every arrival time by F (poolc compare takes it too):
+/// with one second per iteration, a session arriving at 10 s finishes at 11 s, at
+/// 5 s with F = 2 and at 20 s with F = 0.5.
+#[test]
+fn rate_scale_divides_arrival_times() {
+    let trace = scratch("rate.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"arrival\": 0, \"prompt\": 4, \"output\": 1}\n{\"arrival\": 10, \"prompt\": 4, \"output\": 1}\n",
+    )
+    .unwrap();
+    let spec = scratch("rate.pool");
+    std::fs::write(
+        &spec,
+        "session { prompt; output; } stage e { step; time (1); } pool kv { admit via e; }",
+    )
+    .unwrap();
+    for (scale, end) in [("1", 11.0), ("2", 6.0), ("0.5", 21.0)] {
+        let r = json(&[
+            "run",
+            spec.to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--rate-scale",
+            scale,
+            "--json",
+        ]);
+        assert_eq!(r["sim_seconds"].as_f64(), Some(end), "rate scale {scale}");
+    }
+    let o = poolc(&["run", "--rate-scale", "0", "--synthetic", "5"]);
+    assert_eq!(o.status.code(), Some(2), "a usage error");
+    let _ = (std::fs::remove_file(trace), std::fs::remove_file(spec));
+}

@@ -32,9 +32,9 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> ExitCode {
-    let workload = match args.workload.source().workload() {
+    let workload = match args.workload.load() {
         Ok(w) => w,
-        Err(e) => return fail(&e.to_string()),
+        Err(e) => return fail(&e),
     };
     let mut reports = Vec::new();
     let mut json = Vec::new();

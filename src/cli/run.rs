@@ -19,7 +19,7 @@ use poolc::tools::run::{
     DEFAULT_SPEC, RunError, Source, Watch, bundled, replay_until, report_json, title,
 };
 use poolrt::host::HostError;
-use poolrt::trace::Format;
+use poolrt::trace::{Format, Workload};
 
 use super::{SetArgs, fail, print_out, report};
 
@@ -61,10 +61,30 @@ pub(super) struct WorkloadArgs {
     /// Seed of `--synthetic`.
     #[arg(long, default_value_t = 1, requires = "synthetic")]
     seed: u64,
+    /// Multiply the arrival rate by F: every arrival time is divided by F (2 replays
+    /// the workload twice as fast).
+    #[arg(long, value_name = "F", default_value_t = 1.0, value_parser = parse_rate_scale)]
+    rate_scale: f64,
+}
+
+fn parse_rate_scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f.is_finite() => Ok(f),
+        _ => Err(format!("expected a finite number > 0, found `{s}`")),
+    }
 }
 
 impl WorkloadArgs {
-    pub(super) fn source(&self) -> Source {
+    /// The workload, read or generated, at the asked arrival rate.
+    pub(super) fn load(&self) -> Result<Workload, String> {
+        let mut w = self.source().workload().map_err(|e| e.to_string())?;
+        if self.rate_scale != 1.0 {
+            w.scale_rate(self.rate_scale);
+        }
+        Ok(w)
+    }
+
+    fn source(&self) -> Source {
         match (&self.trace, self.synthetic) {
             (_, Some(n)) => Source::Synthetic { n, seed: self.seed },
             (Some(path), None) => Source::Trace {
@@ -138,9 +158,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let workload = match args.workload.source().workload() {
+    let workload = match args.workload.load() {
         Ok(w) => w,
-        Err(e) => return fail(&e.to_string()),
+        Err(e) => return fail(&e),
     };
 
     let mut log_file = match &args.log {
