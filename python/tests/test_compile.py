@@ -93,7 +93,7 @@ def test_set_overrides_a_param_as_the_cli_does(cli):
         # tiered spills every evicted block: its predicate is `1`.
         ("examples/tiered.pool", "kv", "pred", {"size": 16}, 1.0),
         ("examples/tiered.pool", "kv", "work", {"units": 16}, None),
-        ("examples/vllm.pool", "engine", "time", {"tokens": 300}, None),
+        ("examples/vllm.pool", "engine", "time", {"prefill": 300, "decode": 8}, None),
         # vLLM's priority victim keys (R18): (-priority, -serial).
         ("examples/vllm_priority.pool", "kv", "preempt", {"priority": 2, "serial": 9}, -2.0),
     ],
