@@ -576,18 +576,7 @@ impl Naive {
                     .collect()
             })
             .collect();
-        let ctx: Vec<f64> = layout
-            .ctx
-            .iter()
-            .map(|input| match *input {
-                Input::Now => self.now,
-                Input::Query(Query { kind, target }) if target == Target::Pool(self.cfg.me) => {
-                    self.own_query(kind)
-                }
-                Input::Query(q) => env.query(q),
-                _ => panic!("naive: bad queue ctx input"),
-            })
-            .collect();
+        let ctx = self.key_ctx(&layout.ctx, env, "queue");
         Some((false, least(keys, &rows, &ctx)))
     }
 
@@ -1059,6 +1048,22 @@ impl Naive {
         }
     }
 
+    /// The ctx of a queue or resident key list: `now`, and queries (this pool's own
+    /// state, the host's answer for others).
+    fn key_ctx<E: Env>(&self, inputs: &[Input], env: &E, site: &str) -> Vec<f64> {
+        inputs
+            .iter()
+            .map(|input| match *input {
+                Input::Now => self.now,
+                Input::Query(Query { kind, target }) if target == Target::Pool(self.cfg.me) => {
+                    self.own_query(kind)
+                }
+                Input::Query(q) => env.query(q),
+                _ => panic!("naive: bad {site} ctx input"),
+            })
+            .collect()
+    }
+
     /// R18: the least resident holder by the keys, the earliest admitted among
     /// equals.
     fn least_resident<E: Env>(&self, keys: &NaiveKeys, env: &E) -> Option<SessionId> {
@@ -1088,19 +1093,7 @@ impl Naive {
                     .collect()
             })
             .collect();
-        let ctx: Vec<f64> = keys
-            .layout
-            .ctx
-            .iter()
-            .map(|input| match *input {
-                Input::Now => self.now,
-                Input::Query(Query { kind, target }) if target == Target::Pool(self.cfg.me) => {
-                    self.own_query(kind)
-                }
-                Input::Query(q) => env.query(q),
-                _ => panic!("naive: bad resident ctx input"),
-            })
-            .collect();
+        let ctx = self.key_ctx(&keys.layout.ctx, env, "resident");
         Some(residents[least(keys, &rows, &ctx)].session)
     }
 
