@@ -8,10 +8,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
+use poolc::tools::chart::Curves;
 use poolc::tools::compare;
 use poolc::tools::run::{Watch, replay, report_json, title};
+use poolrt::host::Observer;
 
-use super::run::WorkloadArgs;
+use super::chart::ChartArgs;
+use super::run::{WorkloadArgs, stem};
 use super::{SetArgs, fail, print_out, report};
 
 #[derive(clap::Args)]
@@ -25,6 +28,8 @@ pub struct CompareArgs {
     /// Print a JSON list of the reports, in the order of the specs.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    chart: ChartArgs,
     /// `--set` applies to every spec that declares the param (and is an error for one
     /// that does not, as in `poolc run`).
     #[command(flatten)]
@@ -38,6 +43,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
     };
     let mut reports = Vec::new();
     let mut json = Vec::new();
+    let mut curves = Vec::new();
     for path in &args.specs {
         let text = match std::fs::read_to_string(path) {
             Ok(s) => s,
@@ -51,10 +57,18 @@ pub fn run(args: CompareArgs) -> ExitCode {
             }
         };
         let wall = Instant::now();
-        let r = match replay(&compiled, &workload, Watch::default()) {
+        let mut series = args.chart.series();
+        let watch = Watch {
+            observer: series.as_mut().map(|s| s as &mut dyn Observer),
+            ..Watch::default()
+        };
+        let r = match replay(&compiled, &workload, watch) {
             Ok(r) => r,
             Err(e) => return fail(&format!("{}: {e}", path.display())),
         };
+        if let Some(series) = series {
+            curves.push(Curves::of(stem(path), series, r.sim_seconds));
+        }
         let name = path.display().to_string();
         if args.json {
             let title = title(&text);
@@ -63,18 +77,22 @@ pub fn run(args: CompareArgs) -> ExitCode {
                 Err(e) => return fail(&format!("cannot encode the report: {e}")),
             }
         }
-        let column = path
-            .file_stem()
-            .map_or(name, |s| s.to_string_lossy().into_owned());
-        reports.push((column, r));
+        reports.push((stem(path), r));
+    }
+    let table = format!(
+        "workload: {}\n{}(* best of the row)\n",
+        workload.source,
+        compare::table(&reports)
+    );
+    let names: Vec<String> = reports.iter().map(|(n, _)| n.clone()).collect();
+    let heading = format!("poolc compare: {}", names.join(", "));
+    let subtitle = format!("workload: {}", workload.source);
+    if let Err(e) = args.chart.write(&heading, &subtitle, &curves, &table) {
+        return fail(&e);
     }
     if args.json {
         print_out(&format!("{}\n", serde_json::Value::Array(json)))
     } else {
-        print_out(&format!(
-            "workload: {}\n{}(* best of the row)\n",
-            workload.source,
-            compare::table(&reports)
-        ))
+        print_out(&table)
     }
 }

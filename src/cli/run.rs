@@ -8,19 +8,21 @@
 
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use poolc::tools::chart::Curves;
 use poolc::tools::run::{
     DEFAULT_SPEC, RunError, Source, Watch, bundled, replay_until, report_json, title,
 };
-use poolrt::host::HostError;
+use poolrt::host::{HostError, Observer};
 use poolrt::trace::{Format, Workload};
 
+use super::chart::ChartArgs;
 use super::{SetArgs, fail, print_out, report};
 
 #[derive(clap::Args)]
@@ -41,6 +43,8 @@ pub struct RunArgs {
     /// opened): name only libraries you trust.
     #[arg(long, value_name = "LIB")]
     policy: Option<PathBuf>,
+    #[command(flatten)]
+    chart: ChartArgs,
     #[command(flatten)]
     set: SetArgs,
 }
@@ -170,6 +174,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             Err(e) => return fail(&format!("cannot write {}: {e}", path.display())),
         },
     };
+    let mut series = args.chart.series();
     let bar = Progress::new();
     let mut progress = |done: u64, total: u64| bar.update(done, total);
     let result = replay_until(
@@ -177,8 +182,8 @@ pub fn run(args: RunArgs) -> ExitCode {
         &workload,
         Watch {
             log: log_file.as_mut().map(|w| w as &mut dyn Write),
+            observer: series.as_mut().map(|s| s as &mut dyn Observer),
             progress: Some(&mut progress),
-            ..Watch::default()
         },
         &stop,
     );
@@ -196,6 +201,18 @@ pub fn run(args: RunArgs) -> ExitCode {
     {
         return fail(&format!("cannot write the log: {e}"));
     }
+    if let Some(series) = series {
+        let name = spec_path.display().to_string();
+        let heading = title.clone().unwrap_or_else(|| name.clone());
+        let subtitle = format!("spec: {name} · workload: {}", workload.source);
+        let curves = [Curves::of(stem(&spec_path), series, report.sim_seconds)];
+        if let Err(e) = args
+            .chart
+            .write(&heading, &subtitle, &curves, &report.to_text())
+        {
+            return fail(&e);
+        }
+    }
     let wall_seconds = wall.elapsed().as_secs_f64();
     if args.json {
         let name = spec_path.display().to_string();
@@ -212,6 +229,14 @@ pub fn run(args: RunArgs) -> ExitCode {
             report.to_text()
         ))
     }
+}
+
+/// A spec's name in a legend or a column: its file name without `.pool`.
+pub(super) fn stem(path: &Path) -> String {
+    path.file_stem().map_or_else(
+        || path.display().to_string(),
+        |s| s.to_string_lossy().into_owned(),
+    )
 }
 
 /// A progress bar on stderr that appears only on a terminal and only once a replay

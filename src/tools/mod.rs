@@ -6,6 +6,7 @@
 //! (tests/tidy.rs checks it). Like the rest of the library they never print.
 
 pub mod bench;
+pub mod chart;
 pub mod compare;
 pub mod conform;
 pub mod eval;

@@ -44,6 +44,10 @@ pub struct Admitted {
     pub resumed: bool,
     /// Units found computed (prefix-cache hits).
     pub hit: Units,
+    /// Units found in the pool's tier and being loaded (R12), beside `hit`.
+    pub tier_hit: Units,
+    /// The session's prompt units.
+    pub prompt: Units,
     /// Tokens it takes in this iteration (0 while a tier load is under way).
     pub tokens: u64,
 }
@@ -73,6 +77,9 @@ pub struct Iteration<'a> {
     pub waiting: u64,
     /// After the iteration: allocated units of each pool it serves (K4 order).
     pub allocated: &'a [Units],
+    /// After the iteration: cached (evictable, R10) units of each pool it serves, in
+    /// the same order.
+    pub cached: &'a [Units],
 }
 
 /// What the host itself tells about a pool, beside the engine's events.

@@ -56,6 +56,7 @@ pub(super) struct StepMember {
     pub(super) preempted: Vec<SessionId>,
     pub(super) finished: Vec<SessionId>,
     pub(super) allocated: Vec<Units>,
+    pub(super) cached: Vec<Units>,
     pub(super) ctx: Vec<f64>,
 }
 
@@ -87,6 +88,7 @@ impl StepMember {
             preempted: Vec::new(),
             finished: Vec::new(),
             allocated: Vec::new(),
+            cached: Vec::new(),
             ctx: Vec::new(),
         }
     }
@@ -446,6 +448,8 @@ impl Host {
             session,
             resumed,
             hit,
+            tier_hit: Units(load.map_or(0, |(u, _)| u)),
+            prompt: Units(prompt),
             tokens,
         });
         Ok(Some(tokens))
@@ -539,8 +543,10 @@ impl Host {
             }
         }
         st.allocated.clear();
+        st.cached.clear();
         for &p in &st.pools {
             st.allocated.push(self.pools[p].allocated());
+            st.cached.push(self.pools[p].cached());
         }
         io.iteration(&Iteration {
             step: st.iterations - 1,
@@ -556,6 +562,7 @@ impl Host {
             residents: st.residents.len() as u64,
             waiting,
             allocated: &st.allocated,
+            cached: &st.cached,
         })?;
         Ok(())
     }
