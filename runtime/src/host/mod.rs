@@ -23,7 +23,7 @@ pub use config::{
 pub use log::JsonLog;
 pub use observe::{Admitted, HostEvent, Iteration, Latency, Observer, PoolEvent, PoolEventKind};
 pub use report::{LinkReport, Percentiles, PoolReport, Report, StageReport};
-pub use series::{MAX_BUCKETS, Series, SeriesPoint};
+pub use series::{Series, SeriesPoint};
 pub use sim::Host;
 
 use std::io::Write;

@@ -16,7 +16,7 @@ use std::io;
 use super::observe::{Iteration, Latency, Observer};
 
 /// The most buckets a series holds; the least after a merge is half of it.
-pub const MAX_BUCKETS: usize = 512;
+pub(crate) const MAX_BUCKETS: usize = 512;
 
 /// The width of a bucket before any merge, seconds of simulated time.
 const FIRST_WIDTH: f64 = 0.25;
@@ -113,11 +113,6 @@ impl Series {
             ttft: Vec::new(),
             e2e: Vec::new(),
         }
-    }
-
-    /// The current bucket width, seconds.
-    pub fn width(&self) -> f64 {
-        self.width
     }
 
     /// The index of the bucket holding time `t`, merging neighbours (and doubling
