@@ -126,7 +126,7 @@ const OVER_TIME: [Over; 5] = [
     },
 ];
 
-/// Every chart, in page order: the TTFT and E2E distributions, then [`OVER_TIME`].
+/// Every chart, in page order: the TTFT and E2E distributions, then the five over simulated time.
 pub fn charts(runs: &[Curves]) -> Result<Vec<Chart>, ChartError> {
     let mut out = vec![
         Chart {
