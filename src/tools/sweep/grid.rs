@@ -180,9 +180,12 @@ impl Search {
         }
     }
 
-    /// The rate scale of lattice index `k`.
+    /// The rate scale of lattice index `k`: `from + k * tolerance`, rounded to 12
+    /// significant digits so that the scales read as written (`0.4`, not
+    /// `0.40000000000000013`).
     pub fn scale(&self, k: u64) -> f64 {
-        self.from + k as f64 * self.tolerance
+        let x = self.from + k as f64 * self.tolerance;
+        format!("{x:.11e}").parse().unwrap_or(x)
     }
 }
 

@@ -126,14 +126,14 @@ impl Plan {
                 words.push(format!("spec={}", spec.name));
             }
             for (name, value) in &combo.set {
-                words.push(format!("{name}={value}"));
+                words.push(format!("{name}={}", show(*value)));
             }
         }
         if let Some(t) = self.grid.traces.get(point.trace) {
             words.push(format!("trace={}", t.name));
         }
         if let Some(r) = point.rate_scale {
-            words.push(format!("rate_scale={r}"));
+            words.push(format!("rate_scale={}", show(r)));
         }
         words.join(" ")
     }
@@ -261,10 +261,21 @@ impl Plan {
     }
 }
 
+/// A coordinate as the results show it: Rust's shortest round-trip form, plain
+/// (`14000`, `0.25`, `inf`) unless that would be long (`1e300`, `1e-12`).
+pub fn show(x: f64) -> String {
+    let plain = x.to_string();
+    if plain.len() > 20 {
+        format!("{x:e}")
+    } else {
+        plain
+    }
+}
+
 /// `aging=250 num_gpu_blocks=14000`.
 pub fn set_words(set: &[(String, f64)]) -> String {
     set.iter()
-        .map(|(n, v)| format!("{n}={v}"))
+        .map(|(n, v)| format!("{n}={}", show(*v)))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde_json::value::RawValue;
 
 use super::SweepError;
-use super::plan::Plan;
+use super::plan::{Plan, show};
 use crate::atomic_file::AtomicFile;
 
 /// results.jsonl's name in the output folder.
@@ -410,17 +410,17 @@ pub fn csv<'a>(plan: &Plan, rows: impl Iterator<Item = &'a Row>) -> String {
         cells.push(cell(spec.map_or("", |s| &s.name)));
         for name in &plan.params {
             let v = combo.and_then(|c| c.set.iter().find(|(n, _)| n == name));
-            cells.push(v.map_or(String::new(), |(_, v)| v.to_string()));
+            cells.push(v.map_or(String::new(), |(_, v)| show(*v)));
         }
         let trace = plan.grid.traces.get(point.trace).map_or("", |t| &t.name);
         cells.push(cell(trace));
         match (&row.search, &plan.search) {
             (Some(f), Some(s)) => {
-                cells.push(f.k.map_or(String::new(), |k| s.scale(k).to_string()));
+                cells.push(f.k.map_or(String::new(), |k| show(s.scale(k))));
                 cells.push(f.bound.word().to_string());
                 cells.push(f.runs.to_string());
             }
-            _ => cells.push(point.rate_scale.map_or(String::new(), |r| r.to_string())),
+            _ => cells.push(point.rate_scale.map_or(String::new(), show)),
         }
         for v in &row.metrics {
             cells.push(if v == "null" {

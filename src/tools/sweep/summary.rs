@@ -26,7 +26,7 @@ fn value(plan: &Plan, row: &Row, m: Metric) -> Option<f64> {
 /// A value as a row holds it: the report's text, or the scale found.
 fn shown(plan: &Plan, row: &Row, m: Metric) -> String {
     if m == MAX_RATE_SCALE {
-        return value(plan, row, m).map_or("-".into(), |v| v.to_string());
+        return value(plan, row, m).map_or("-".into(), super::plan::show);
     }
     plan.grid
         .metrics
