@@ -34,9 +34,9 @@ def __getattr__(name):
     # `poolc.sweep(grid, backend=...)`; it is imported on first use so that
     # `python -m poolc.sweep` does not find it imported already.
     if name == "sweep":
-        from . import sweep
+        import importlib
 
-        return sweep
+        return importlib.import_module(".sweep", __name__)
     raise AttributeError(f"module 'poolc' has no attribute {name!r}")
 
 

@@ -4,6 +4,8 @@
 //! what each means; it resolves spec and trace paths against the grid's folder but
 //! reads no other file, runs nothing and does not expand the grid into points
 //! (plan.rs does). It reports every independent mistake, not only the first.
+//! This file is long because it is the whole file format: every key, its checks and
+//! the wording of its diagnostics, which docs/SWEEP.md documents as one table.
 
 use std::borrow::Cow;
 use std::ops::Range;

@@ -334,7 +334,7 @@ pub fn run_local(
         }
         drop(tx);
         for result in rx {
-            let handed = result.and_then(|row| done(row));
+            let handed = result.and_then(&mut *done);
             if let Err(e) = handed {
                 failed.store(true, Ordering::Relaxed);
                 // An interruption is reported only if nothing worse happened.
