@@ -54,19 +54,24 @@ def sweep(grid, *, backend="local", out=None, resume=False, search=None, jobs=No
     ``"rate"`` or ``"none"`` to force the capacity search on or off. Raises
     ``SweepError``. On KeyboardInterrupt the finished rows stay in results.jsonl
     and results.csv, and the interrupt is raised again."""
+    if backend == "local":
+        runner = _run_local
+        opts = {"jobs": jobs}
+    elif backend == "ray":
+        # Before anything is opened: a missing Ray must not empty results.jsonl.
+        try:
+            import ray  # noqa: F401
+        except ImportError as e:
+            raise SweepError(_NO_RAY) from e
+        runner = _run_ray
+        opts = {"address": address}
+    else:
+        raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
     grid = os.path.abspath(os.fspath(grid))
     plan = _native.sweep_plan(grid, search)
     out = os.path.abspath(os.fspath(out) if out is not None else _default_out(grid))
     pending = plan.open(out, bool(resume))
     ran = 0
-    if backend == "local":
-        runner = _run_local
-        opts = {"jobs": jobs}
-    elif backend == "ray":
-        runner = _run_ray
-        opts = {"address": address}
-    else:
-        raise ValueError(f"backend must be 'local' or 'ray', not {backend!r}")
     try:
         ran = runner(plan, grid, search, pending, **opts)
     finally:

@@ -225,6 +225,9 @@ impl Row {
                     .map_err(|_| "`slo_met` is not true or false".to_string())?,
             ),
         };
+        if slo_met.is_some() == plan.grid.slos.is_empty() {
+            return Err("`slo_met` is there if and only if the grid has SLOs".into());
+        }
         let wall_seconds = get("wall_seconds")?
             .get()
             .parse::<f64>()
