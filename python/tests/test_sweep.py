@@ -119,9 +119,25 @@ def test_the_ray_backend_on_a_local_cluster_gives_the_local_rows(cli, root, tmp_
         assert started.returncode == 0, started.stdout + started.stderr
         grid = grid_file(tmp_path, root, search=True)
         cli_sweep(cli, grid, tmp_path / "cli")
-        result = poolc.sweep(grid, backend="ray", address=f"127.0.0.1:{port}", out=tmp_path / "ray")
-        assert result["ran"] == 6
-        assert without_wall(tmp_path / "ray" / "results.csv") == without_wall(tmp_path / "cli" / "results.csv")
-        assert [r["point"] for r in result["rows"]] == list(range(6))
+        want = without_wall(tmp_path / "cli" / "results.csv")
+        # The command line, and the function, each in a process with a time limit.
+        address = f"127.0.0.1:{port}"
+        done = subprocess.run(
+            [sys.executable, "-m", "poolc.sweep", str(grid), "--ray", address, "--out", str(tmp_path / "ray")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert without_wall(tmp_path / "ray" / "results.csv") == want
+        call = (
+            "import poolc, sys\n"
+            f"r = poolc.sweep({str(grid)!r}, backend='ray', address={address!r}, out={str(tmp_path / 'fn')!r})\n"
+            "assert r['ran'] == 6 and [x['point'] for x in r['rows']] == list(range(6)), r\n"
+        )
+        done = subprocess.run([sys.executable, "-c", call], capture_output=True, text=True, timeout=300, env=env)
+        assert done.returncode == 0, done.stderr
+        assert without_wall(tmp_path / "fn" / "results.csv") == want
     finally:
         subprocess.run([ray_cli, "stop", "--force"], capture_output=True, timeout=120, env=env)
