@@ -1,7 +1,7 @@
 //! Command-line interface: the clap definitions of every subcommand and the code that
 //! prints their results. Exit codes are decided here and only here: 0 success, 1 a
 //! spec or input error (diagnostics on stderr) or a failed write, 2 a usage error
-//! (from clap), 130 an interrupted `poolc run`. Every result goes to stdout through
+//! (from clap), 130 an interrupted `poolc run` or `poolc sweep`. Every result goes to stdout through
 //! [`print_out`], so a write error (a full disk, a closed pipe) is a clean error and
 //! never a panic.
 
@@ -16,6 +16,7 @@ mod chart;
 mod compare;
 mod conform;
 mod run;
+mod sweep;
 
 use poolc::diag::{self, Diagnostic};
 use poolc::tools::eval;
@@ -41,6 +42,10 @@ enum Command {
     /// Replay one workload through several specs and print their reports side by
     /// side, the best of each row marked (`--json`: a list of reports).
     Compare(compare::CompareArgs),
+    /// Run every point of a grid of specs, params, traces and rate scales on all
+    /// cores (or find each point's largest rate scale that meets the SLOs), write
+    /// results.csv and results.jsonl and print a summary (docs/SWEEP.md).
+    Sweep(sweep::SweepArgs),
     /// Measure a pool's admissions/s and evictions/s on a seeded synthetic stream:
     /// its compiled policy, the interpreter and hand-written Rust, with their ratios.
     /// With no arguments: examples/vllm.pool.
@@ -215,6 +220,7 @@ pub fn run() -> ExitCode {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Compare(args) => compare::run(args),
+        Command::Sweep(args) => sweep::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Conform(args) => conform::run(args),
         Command::Check { specs, set } => check(&specs, &set.options()),

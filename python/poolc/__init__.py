@@ -7,7 +7,7 @@ import json
 import os
 
 from . import _native
-from .errors import BuildError, CompileError, EvalError, PoolcError, PoolError, RunError, TraceError
+from .errors import BuildError, CompileError, EvalError, PoolcError, PoolError, RunError, SweepError, TraceError
 
 Pool = _native.Pool
 
@@ -20,11 +20,24 @@ __all__ = [
     "PoolcError",
     "RunError",
     "Spec",
+    "SweepError",
     "TraceError",
     "compile",
     "read_trace",
     "run",
+    "sweep",
 ]
+
+
+def __getattr__(name):
+    # `poolc.sweep` is the module python/poolc/sweep.py, callable as
+    # `poolc.sweep(grid, backend=...)`; it is imported on first use so that
+    # `python -m poolc.sweep` does not find it imported already.
+    if name == "sweep":
+        import importlib
+
+        return importlib.import_module(".sweep", __name__)
+    raise AttributeError(f"module 'poolc' has no attribute {name!r}")
 
 
 class Spec:

@@ -11,6 +11,7 @@ from .errors import EvalError as EvalError
 from .errors import PoolcError as PoolcError
 from .errors import PoolError as PoolError
 from .errors import RunError as RunError
+from .errors import SweepError as SweepError
 from .errors import TraceError as TraceError
 
 _Path = Union[str, "os.PathLike[str]"]
@@ -77,3 +78,14 @@ def run(
     samples: bool = False,
 ) -> dict[str, Any]: ...
 def read_trace(path: _Path, format: Optional[str] = None, as_frame: bool = False) -> Any: ...
+
+def sweep(
+    grid: _Path,
+    *,
+    backend: str = "local",
+    out: Optional[_Path] = None,
+    resume: bool = False,
+    search: Optional[str] = None,
+    jobs: Optional[int] = None,
+    address: str = "auto",
+) -> dict[str, Any]: ...

@@ -35,3 +35,10 @@ class BuildError(PoolcError):
 class PoolError(PoolcError):
     """A ``poolc.Pool`` refused an operation (unknown session, time going backwards,
     a grow of a non-holder, ...); the message is the engine's."""
+
+
+class SweepError(PoolcError):
+    """A sweep could not run (docs/SWEEP.md): a grid with mistakes (``str(e)`` is the
+    rendered diagnostics, with line and column), a spec that does not check with a
+    point's params, an unreadable trace, an unwritable output folder, a
+    results.jsonl that ``resume`` cannot keep, or a missing Ray."""

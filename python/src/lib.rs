@@ -1,6 +1,7 @@
 //! `poolc._native`: the Python package's native module. It exposes the same library
 //! code the `poolc` binary runs — `poolc::check` and the JIT, `ir::dump`, `tools::eval`,
-//! `aot::build`, `tools::run`, the trace readers and compiled key lists (`keys.rs`) —
+//! `aot::build`, `tools::run`, `tools::sweep` (`sweep.rs`), the trace readers and
+//! compiled key lists (`keys.rs`) —
 //! to the thin Python layer in
 //! python/poolc/, which owns the public names and signatures (docs/PYTHON.md). It
 //! re-implements nothing: every result is the Rust library's, converted to Python
@@ -10,6 +11,7 @@
 
 mod keys;
 mod pool;
+mod sweep;
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -592,5 +594,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile_source, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
+    m.add_class::<sweep::SweepPlan>()?;
+    m.add_function(wrap_pyfunction!(sweep::sweep_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::sweep_point, m)?)?;
     Ok(())
 }
