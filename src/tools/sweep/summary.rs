@@ -34,8 +34,26 @@ fn shown(plan: &Plan, row: &Row, m: Metric) -> String {
         .position(|x| *x == m)
         .and_then(|i| row.metrics.get(i))
         .filter(|t| *t != "null")
-        .cloned()
+        .map(|t| readable(t))
         .unwrap_or_else(|| "-".into())
+}
+
+/// A metric as a person reads it: four significant digits for a fraction
+/// (`0.4680053000000015` → `0.468`), an integer as it is. The rows keep the exact
+/// text; only the summary rounds.
+fn readable(text: &str) -> String {
+    match text.parse::<f64>() {
+        Ok(v) if v.is_finite() && v.fract() != 0.0 => {
+            let digits = 3 - v.abs().log10().floor() as i32;
+            let s = format!("{v:.*}", digits.clamp(0, 12) as usize);
+            if s.contains('.') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            }
+        }
+        _ => text.to_string(),
+    }
 }
 
 fn label(plan: &Plan, row: &Row) -> String {
@@ -221,4 +239,24 @@ pub fn render(plan: &Plan, rows: &[&Row], counts: &Counts) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    /// The summary rounds fractions to four significant digits, never integers.
+    #[test]
+    fn summary_values_have_four_significant_digits() {
+        let r = |t: &str| super::readable(t);
+        assert_eq!(
+            [
+                r("0.4680053000000015"),
+                r("6.60930811846174"),
+                r("1003.4956080670494"),
+                r("3000"),
+                r("0.05"),
+                r("12345.6")
+            ],
+            ["0.468", "6.609", "1003", "3000", "0.05", "12346"]
+        );
+    }
 }
