@@ -1,6 +1,9 @@
 //! Files that appear whole or not at all: every file poolc writes in one piece (the
-//! library, object file and header of `poolc build`) goes through [`AtomicFile`],
-//! which writes a temporary file in the same directory and renames it over the path only once every byte is written and flushed to disk.
+//! library, object file and header of `poolc build`, the steps `poolc conform --out`
+//! writes) goes through [`AtomicFile`], which writes a temporary file in the same
+//! directory and renames it over the path only once every byte is written and
+//! flushed to disk. It lives in the runtime so that both crates' writers share it;
+//! the compiler re-exports it as `poolc::atomic_file`.
 //! A write error, a crash or an interruption leaves the old file (or none) and never
 //! a half-written one; a temporary file that was not committed is removed when its
 //! `AtomicFile` drops. Streams that cannot wait for their end (the JSON-lines log)
