@@ -23,8 +23,11 @@ pub mod traces;
 
 pub use bytes::{Bytes, CORNERS};
 
+/// A target as its drivers call it: the verdict is dropped, a failure panics.
+pub type Target = fn(&[u8]);
+
 /// The targets by the names of their corpus folders and libFuzzer binaries.
-pub const TARGETS: [(&str, fn(&[u8])); 5] = [
+pub const TARGETS: [(&str, Target); 5] = [
     ("spec", |d| {
         let _ = spec::run(d);
     }),

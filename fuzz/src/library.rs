@@ -5,14 +5,14 @@
 //! parts of the file the loader reads before the dynamic loader may see it: the
 //! manifest's bytes, the ELF identification and the section fields of the ELF
 //! header, the section header table, or the file's length. The mutant is written to
-//! a temporary file and loaded. A library is accepted, or reaches the dynamic
+//! a temporary file, loaded and removed. A library is accepted, or reaches the dynamic
 //! loader at all, only if it is the spec's own and its manifest still says what
 //! poolc writes for the spec; anything else is refused with a message naming the
 //! file, and nothing panics. Code bytes and program headers are never mutated: the
 //! loader cannot judge machine code (docs/RELIABILITY.md, "Not done"). No function
 //! of a library is ever called here.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -39,7 +39,6 @@ struct Setup {
     expected: manifest::Json,
     own: Library,
     other: Library,
-    dir: PathBuf,
 }
 
 fn example(name: &str) -> Program {
@@ -101,12 +100,12 @@ fn setup() -> &'static Setup {
             .unwrap_or_else(|e| panic!("{e}"));
         let own = built(&program, &dir, "libown.so");
         let other = built(&example("tiered.pool"), &dir, "libother.so");
+        let _ = std::fs::remove_dir(&dir);
         Setup {
             program,
             expected,
             own,
             other,
-            dir,
         }
     })
 }
@@ -128,7 +127,8 @@ fn mutate(b: &mut Bytes, lib: &Library) -> Vec<u8> {
             5 => (b.pick(&HEADER).clone(), b.byte()),
             6 => (lib.sections.clone(), b.byte()),
             _ => {
-                let at = b.below(bytes.len().min(1 << 16).max(1)) * bytes.len() / (1 << 16);
+                // Anywhere in the file, to 1/65536 of its length.
+                let at = b.below(1 << 16) * bytes.len() / (1 << 16);
                 bytes.truncate(at);
                 continue;
             }
@@ -176,8 +176,9 @@ pub fn run(data: &[u8]) -> Verdict {
     let own = b.below(4) != 0;
     let lib = if own { &setup.own } else { &setup.other };
     let bytes = mutate(&mut b, lib);
-    let path = setup.dir.join(format!(
-        "mutant-{}.so",
+    let path = std::env::temp_dir().join(format!(
+        "poolc-fuzz-mutant-{}-{}.so",
+        std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{e}"));
