@@ -7,7 +7,8 @@
 //! prints and never exits; the binary's `cli` module does both.
 
 pub mod aot;
-pub mod atomic_file;
+/// Files written whole or not at all; the runtime's, shared by both crates.
+pub use poolrt::atomic_file;
 pub mod bridge;
 pub mod codegen;
 pub mod diag;

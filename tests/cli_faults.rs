@@ -94,6 +94,7 @@ fn every_printing_command_on_a_full_disk_is_a_clean_error() {
             "decode=2",
         ],
         &["bench", "--ops", "100", "--queue", "8"],
+        &["conform", "tests/data/vllm-oracle/g_bs32_tight_preempt"],
     ] {
         let o = poolc_to_full_disk(args);
         assert_clean_failure(&o, 1, "cannot write the output");
@@ -231,6 +232,30 @@ fn a_log_in_a_read_only_directory_is_a_clean_error() {
     let o = poolc(&["run", "--synthetic", "5", "--log", log.to_str().unwrap()]);
     assert_clean_failure(&o, 1, &format!("poolc: cannot write {}", log.display()));
     assert!(!log.exists());
+}
+
+#[test]
+fn conform_out_writes_steps_whole_and_a_read_only_directory_is_a_clean_error() {
+    // A written steps.jsonl goes through a temporary file that is renamed: none
+    // is left beside it.
+    let scratch = TempDir::new("faults-conform-out");
+    let scenario = "tests/data/vllm-oracle/g_bs32_tight_preempt";
+    let out = scratch.path.join("out");
+    let o = poolc(&["conform", scenario, "--out", out.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let written = out.join("g_bs32_tight_preempt");
+    assert!(written.join("steps.jsonl").exists());
+    assert!(leftovers(&written).is_empty(), "{:?}", leftovers(&written));
+    // Into a directory that refuses new files: exit 1, the path named, no panic.
+    let dir = read_only_dir(&scratch);
+    let o = poolc(&["conform", scenario, "--out", dir.to_str().unwrap()]);
+    assert_clean_failure(&o, 1, "cannot write");
+    assert!(!dir.join("g_bs32_tight_preempt").exists());
 }
 
 #[test]

@@ -67,6 +67,18 @@ fn limit_a_cap_of_2_pow_53_checks_and_more_is_an_error() {
     // 2^53 + 1 is not an f64; the next one is 2^53 + 2.
     let d = only_error("pool kv { cap 9007199254740994; block 1; }");
     assert_eq!(d.code, "D6");
+    assert_eq!(
+        d.message,
+        "`cap` must be at most 2^53 (9007199254740992), the largest integer every count \
+         stays exact at, but it evaluates to 9007199254740994"
+    );
+    // A block too, and a value far past the limit.
+    let d = only_error("pool kv { cap 16; block 1e300; }");
+    assert!(
+        d.message.starts_with("`block` must be at most 2^53"),
+        "{}",
+        d.message
+    );
 }
 
 /// One JSONL line of exactly `len` bytes (without its newline).

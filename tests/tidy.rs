@@ -35,6 +35,9 @@ fn all_rust_files() -> Vec<PathBuf> {
         "benches",
         "examples",
         "python/src",
+        "fuzz/src",
+        "fuzz/tests",
+        "fuzz/libfuzzer/fuzz_targets",
     ] {
         rust_files(&root.join(dir), &mut files);
     }

@@ -489,6 +489,9 @@ fn read_trace<'py>(
 fn workload_of(py: Python<'_>, rows: &Bound<'_, PyList>) -> PyResult<Workload> {
     let bad =
         |i: usize, what: String| error(py, "TraceError", (format!("workload row {i}: {what}"),));
+    // The limits every trace reader applies (docs/RELIABILITY.md, "Limits").
+    poolrt::trace::session_limit(rows.len())
+        .map_err(|what| error(py, "TraceError", (format!("workload rows: {what}"),)))?;
     let mut fields: Vec<String> = Vec::new();
     let mut sessions = Vec::with_capacity(rows.len());
     for (i, row) in rows.iter().enumerate() {
@@ -543,10 +546,12 @@ fn workload_of(py: Python<'_>, rows: &Bound<'_, PyList>) -> PyResult<Workload> {
             extra.push((f as u32, value));
         }
         extra.sort_by_key(|&(f, _)| f);
+        let (prompt, output) = (whole("prompt")?, whole("output")?);
+        poolrt::trace::units_limit(prompt, output).map_err(|what| bad(i, what))?;
         sessions.push(poolrt::trace::SessionSpec {
             arrival: number("arrival")?,
-            prompt: whole("prompt")?,
-            output: whole("output")?,
+            prompt,
+            output,
             runs: runs
                 .into_iter()
                 .map(|(id, len)| poolrt::Run {

@@ -150,6 +150,23 @@ def test_bad_workload_rows_raise():
         poolc.run(spec, workload=[], synthetic=3)
 
 
+def test_workload_rows_have_the_trace_limits():
+    spec = poolc.compile("examples/vllm.pool")
+    # A session of 2^53 tokens is within the limit (it is refused later, by the
+    # replay, as more than the pool can hold); one more token is not.
+    big = {"arrival": 0, "prompt": 2**53 - 1, "output": 1}
+    try:
+        poolc.run(spec, workload=[big])
+    except poolc.PoolcError as e:
+        assert "2^53" not in str(e)
+    with pytest.raises(poolc.TraceError, match=r"row 0: prompt 9007199254740991 \+ output 2 tokens is more than 2\^53"):
+        poolc.run(spec, workload=[dict(big, output=2)])
+    # 2^24 + 1 rows (one dict, many references: the count is checked first).
+    row = {"arrival": 0, "prompt": 4, "output": 1}
+    with pytest.raises(poolc.TraceError, match="at most 16777216 sessions"):
+        poolc.run(spec, workload=[row] * (2**24 + 1))
+
+
 def test_as_frame_gives_a_dataframe_of_the_same_rows():
     pandas = pytest.importorskip("pandas")
     frame = poolc.read_trace(TRACES[1], as_frame=True)

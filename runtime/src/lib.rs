@@ -3,7 +3,7 @@
 //! and never depends on the compiler crate (the compiler converts its IR into the
 //! plain types of [`config`]).
 //!
-//! Map: [`types`] (units, sessions, content chains, block identities), [`config`]
+//! Map: [`atomic_file`] (files written whole or not at all), [`types`] (units, sessions, content chains, block identities), [`config`]
 //! (pool configuration and slot layouts), [`env`](mod@env) (what a pool asks its
 //! host), [`pool`] (one pool member: the rules R1–R14 and S3), [`event`] (the event log and host
 //! notices), [`policy`] (the compiled-function ABI), [`host`] (the reference host:
@@ -13,6 +13,7 @@
 //! replay, compare). docs/RUNTIME.md maps every rule to its code; docs/HOST.md
 //! describes the host.
 
+pub mod atomic_file;
 mod cache;
 pub mod config;
 pub mod env;

@@ -7,12 +7,12 @@
 //! `generator`: values, attributes, pools, stages, slot layouts, key lists,
 //! expressions, read-sets, symbols) what this poolc writes for the checked
 //! `ir::Program` the host runs. Only then is it opened with libloading (running its
-//! initialisers; the dynamic loader's own message is shown if it refuses), its loaded
-//! manifest bytes compared with the ones checked, and its functions resolved into the
-//! same [`Compiled`] bundle the JIT gives, whose [`CodeHandle`] keeps the library
-//! loaded. No function of the library is called here. It is the only place where a
-//! symbol of a library becomes a Rust function pointer. It never generates code,
-//! writes files or prints.
+//! initialisers; the dynamic loader's own message is shown if it refuses), and its
+//! functions resolved into the same [`Compiled`] bundle the JIT gives, whose
+//! [`CodeHandle`] keeps the library loaded (a file replaced between the check and
+//! the open is not detected: docs/RELIABILITY.md, "Not done"). No function of the
+//! library is called here. It is the only place where a symbol of a library becomes
+//! a Rust function pointer. It never generates code, writes files or prints.
 
 use std::error::Error as _;
 use std::fmt;

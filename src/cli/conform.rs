@@ -15,7 +15,7 @@ use poolc::Compiled;
 use poolc::tools::conform::{check_scenario, default_spec, read_scenario};
 use poolc::tools::run::bundled;
 
-use super::{SetArgs, report};
+use super::{SetArgs, fail, print_out, report};
 
 #[derive(clap::Args)]
 pub struct ConformArgs {
@@ -71,7 +71,7 @@ fn compile(path: &std::path::Path, options: &poolc::Options) -> Option<Compiled>
     let source = match std::fs::read_to_string(path) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("poolc: cannot read {}: {e}", path.display());
+            let _ = fail(&format!("cannot read {}: {e}", path.display()));
             return None;
         }
     };
@@ -100,7 +100,7 @@ pub fn run(args: ConformArgs) -> ExitCode {
         let scenario = match read_scenario(dir) {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("poolc: {}: {e}", dir.display());
+                let _ = fail(&format!("{}: {e}", dir.display()));
                 all_match = false;
                 continue;
             }
@@ -122,11 +122,14 @@ pub fn run(args: ConformArgs) -> ExitCode {
         };
         match check_scenario(compiled, &scenario, args.out.as_deref()) {
             Ok(outcome) => {
-                print!("{}", outcome.render());
+                // A failed write is exit 1 at once: nothing after it could be read.
+                if print_out(&outcome.render()) != ExitCode::SUCCESS {
+                    return ExitCode::from(1);
+                }
                 all_match &= outcome.matches();
             }
             Err(e) => {
-                eprintln!("poolc: {}: {e}", dir.display());
+                let _ = fail(&format!("{}: {e}", dir.display()));
                 all_match = false;
             }
         }

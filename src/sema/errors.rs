@@ -104,6 +104,19 @@ pub fn bad_value(what: &str, must: &str, v: f64, span: Span) -> Diagnostic {
     .primary(span, format!("this evaluates to {}", value(v)))
 }
 
+/// D6 past the limit of docs/RELIABILITY.md: an integer too large to be exact.
+pub fn too_large(what: &str, v: f64, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "D6",
+        format!(
+            "{what} must be at most 2^53 (9007199254740992), the largest integer every \
+             count stays exact at, but it evaluates to {}",
+            value(v)
+        ),
+    )
+    .primary(span, format!("this evaluates to {}", value(v)))
+}
+
 pub fn wrong_stage_option(option: &str, stage: &str, kind: &str, span: Span) -> Diagnostic {
     let other = if kind == "step" { "link" } else { "step" };
     Diagnostic::new(

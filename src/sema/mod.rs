@@ -422,6 +422,10 @@ impl<'a> Checker<'a> {
         if v.fract() == 0.0 && (1.0..=MAX_EXACT).contains(&v) {
             return Some(Limit::Finite(v as u64));
         }
+        if v.fract() == 0.0 && v > MAX_EXACT && v.is_finite() {
+            self.error(errors::too_large(what, v, e.span));
+            return None;
+        }
         let must = if inf_ok {
             "an integer ≥ 1 or `inf`"
         } else {

@@ -6,10 +6,12 @@
 
 use std::collections::HashMap;
 use std::fs;
-use std::io;
+use std::io::{self, Write};
 use std::path::Path;
 
 use serde_json::Value;
+
+use crate::atomic_file::AtomicFile;
 
 use super::step::quote;
 use super::{OracleError, Replay, Scenario, Step};
@@ -286,5 +288,9 @@ pub fn write_steps(out: &Path, scenario: &Scenario, replay: &Replay) -> Result<(
     }
     text.push_str(&replay.summary.to_line());
     text.push('\n');
-    fs::write(&path, text).map_err(|e| io_err(&path, e))
+    // Written whole or not at all: a steps.jsonl that exists is complete.
+    let mut file = AtomicFile::create(&path).map_err(|e| io_err(&path, e))?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.commit())
+        .map_err(|e| io_err(&path, e))
 }

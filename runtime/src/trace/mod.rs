@@ -45,6 +45,19 @@ pub fn session_limit(count: usize) -> Result<(), String> {
     }
 }
 
+/// Whether a session of `prompt + output` tokens is within [`MAX_UNITS`]. Every
+/// reader checks it, and so does any other maker of sessions (the Python package's
+/// workload rows).
+pub fn units_limit(prompt: u64, output: u64) -> Result<(), String> {
+    if prompt.checked_add(output).is_none_or(|t| t > MAX_UNITS) {
+        return Err(format!(
+            "prompt {prompt} + output {output} tokens is more than 2^53 ({MAX_UNITS}), the \
+             most a session may have"
+        ));
+    }
+    Ok(())
+}
+
 /// A reader that fails once a line runs past [`MAX_LINE_BYTES`], so no reader
 /// above it ever holds a longer line in memory.
 pub(crate) struct LineLimit<R> {
@@ -346,13 +359,7 @@ pub(crate) fn check_session(s: &SessionSpec, previous_arrival: Option<f64>) -> R
     if s.output == 0 {
         return Err("the output must have at least 1 token".into());
     }
-    if s.prompt.checked_add(s.output).is_none_or(|t| t > MAX_UNITS) {
-        return Err(format!(
-            "prompt {} + output {} tokens is more than 2^53 ({MAX_UNITS}), the most a \
-             session may have",
-            s.prompt, s.output
-        ));
-    }
+    units_limit(s.prompt, s.output)?;
     if !s.runs.is_empty() {
         let sum = s.runs.iter().try_fold(0u64, |a, r| a.checked_add(r.len.0));
         if sum != Some(s.prompt) {

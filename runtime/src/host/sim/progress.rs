@@ -137,3 +137,79 @@ impl Host {
         bound
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The guard alone, on fabricated runs: a livelock that never makes progress
+    //! (the case no spec here could produce; docs/RELIABILITY.md says why) is
+    //! stopped one iteration past the bound, and its error names the sessions.
+
+    use super::*;
+
+    /// Two sessions preempting each other forever: the guard stops the run at
+    /// iteration `bound + 1` and names both, victims first, then the residents.
+    #[test]
+    fn progress_a_livelock_of_two_sessions_stops_one_past_the_bound_naming_both() {
+        let mut guard = Guard::new(5);
+        guard.progress(2.0);
+        let mut stopped = None;
+        for i in 0..100u64 {
+            guard.preempted(SessionId(i % 2));
+            if let Err(s) = guard.iteration(false, 2.0 + i as f64) {
+                stopped = Some((i, s));
+                break;
+            }
+        }
+        let (i, stalled) = stopped.expect("the guard stops a run that never progresses");
+        assert_eq!(i, 5, "stopped at the sixth iteration without progress");
+        let HostError::NoProgress {
+            iterations,
+            limit,
+            since,
+            sessions,
+            others,
+            preemptions,
+        } = stalled.error(&[SessionId(7), SessionId(1)])
+        else {
+            panic!("not a NoProgress error")
+        };
+        assert_eq!((iterations, limit, since), (6, 5, 2.0));
+        assert_eq!((sessions, others, preemptions), (vec![0, 1, 7], false, 6));
+    }
+
+    /// Progress resets the count and forgets the victims: a run that progresses
+    /// once every `bound` iterations is never stopped.
+    #[test]
+    fn progress_resets_the_count_and_the_victims() {
+        let mut guard = Guard::new(3);
+        for i in 0..1000u64 {
+            guard.preempted(SessionId(i));
+            let progress = i % 4 == 3;
+            assert!(
+                guard.iteration(progress, i as f64).is_ok(),
+                "stopped at {i}"
+            );
+        }
+        assert!(guard.victims.is_empty() && guard.preemptions == 0);
+    }
+
+    /// Past eight distinct sessions the error names the first eight and says there
+    /// are others.
+    #[test]
+    fn progress_names_at_most_eight_sessions_and_counts_the_rest() {
+        let mut guard = Guard::new(0);
+        for s in 0..12 {
+            guard.preempted(SessionId(s));
+        }
+        let Err(stalled) = guard.iteration(false, 1.0) else {
+            panic!("a bound of 0 stops the first iteration without progress")
+        };
+        let HostError::NoProgress {
+            sessions, others, ..
+        } = stalled.error(&[SessionId(99)])
+        else {
+            panic!("not a NoProgress error")
+        };
+        assert_eq!((sessions, others), ((0..8).collect::<Vec<u64>>(), true));
+    }
+}
