@@ -109,7 +109,12 @@ def test_the_ray_backend_on_a_local_cluster_gives_the_local_rows(cli, root, tmp_
         pytest.skip("Ray is not installed (pip install './python[ray]')")
     ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
     port = free_port()
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
+    # A home of its own: Ray reads ~/.ray/auth_token when it exists (an in-process
+    # `ray.init()` of the user's writes one), and a head started with a token refuses
+    # a client without it; the test must not depend on, or write to, the user's home.
+    home = tmp_path / "home"
+    home.mkdir()
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", HOME=str(home))
     start = [
         ray_cli, "start", "--head", "--node-ip-address", "127.0.0.1", "--num-cpus", "2",
         "--port", str(port), "--include-dashboard=false", "--disable-usage-stats",
