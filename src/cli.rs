@@ -272,6 +272,25 @@ pub fn run() -> ExitCode {
     }
 }
 
+/// The exit code of a command stopped by SIGINT (128 + 2, as a shell reports it).
+const INTERRUPTED: u8 = 130;
+
+/// The flag a long command (`run`, `sweep`) reads between its steps: the first
+/// SIGINT sets it, a second one exits at once with [`INTERRUPTED`] (its flag is
+/// already set then).
+fn sigint_flag() -> Result<std::sync::Arc<std::sync::atomic::AtomicBool>, String> {
+    use std::sync::Arc;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register_conditional_shutdown(
+        signal_hook::consts::SIGINT,
+        i32::from(INTERRUPTED),
+        Arc::clone(&stop),
+    )
+    .and_then(|_| signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop)))
+    .map_err(|e| format!("cannot handle SIGINT: {e}"))?;
+    Ok(stop)
+}
+
 fn fail(message: &str) -> ExitCode {
     // Nothing is left to tell when stderr itself cannot be written; the exit code
     // still says it failed.

@@ -178,23 +178,7 @@ fn sigint_stops_a_run_with_130_and_no_complete_line() {
         );
         std::thread::sleep(Duration::from_millis(5));
     }
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let sent = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if sent.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("poolc run did not stop within 20 s of SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = cli_support::interrupt(&mut child, Duration::from_secs(20), "poolc run");
     let out = child.wait_with_output().unwrap();
     assert_eq!(
         status.code(),

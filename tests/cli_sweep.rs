@@ -338,22 +338,7 @@ fn an_interrupted_sweep_keeps_its_rows_and_resume_gives_the_uninterrupted_file()
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(kill.success());
-    let waited = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if waited.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("poolc sweep did not stop within 30 s of SIGINT");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = cli_support::interrupt(&mut child, Duration::from_secs(30), "poolc sweep");
     let mut stderr = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
     assert_eq!(status.code(), Some(130), "{stderr}");

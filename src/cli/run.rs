@@ -10,8 +10,6 @@ use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -23,7 +21,7 @@ use poolrt::host::{HostError, Observer};
 use poolrt::trace::{Format, Workload};
 
 use super::chart::ChartArgs;
-use super::{SetArgs, fail, print_out, report};
+use super::{INTERRUPTED, SetArgs, fail, print_out, report, sigint_flag};
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -117,25 +115,12 @@ impl FormatArg {
     }
 }
 
-/// The exit code of a run stopped by SIGINT (128 + 2, as a shell reports it).
-const INTERRUPTED: u8 = 130;
-
 pub fn run(args: RunArgs) -> ExitCode {
     let wall = Instant::now();
-    let stop = Arc::new(AtomicBool::new(false));
-    // The second SIGINT exits at once (its flag is already set); the first sets it.
-    for register in [
-        signal_hook::flag::register_conditional_shutdown(
-            signal_hook::consts::SIGINT,
-            i32::from(INTERRUPTED),
-            Arc::clone(&stop),
-        ),
-        signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop)),
-    ] {
-        if let Err(e) = register {
-            return fail(&format!("cannot handle SIGINT: {e}"));
-        }
-    }
+    let stop = match sigint_flag() {
+        Ok(s) => s,
+        Err(e) => return fail(&e),
+    };
     let spec_path = args.spec.clone().unwrap_or_else(|| bundled(DEFAULT_SPEC));
     let source = match std::fs::read_to_string(&spec_path) {
         Ok(s) => s,

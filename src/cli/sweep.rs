@@ -9,8 +9,6 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use poolc::tools::sweep::plan::{Plan, SearchChoice};
@@ -40,9 +38,6 @@ pub struct SweepArgs {
     search: Option<String>,
 }
 
-/// The exit code of a sweep stopped by SIGINT (128 + 2, as a shell reports it).
-const INTERRUPTED: u8 = 130;
-
 fn fail(e: &SweepError) -> ExitCode {
     let _ = writeln!(
         std::io::stderr(),
@@ -61,20 +56,10 @@ fn default_out(grid: &Path) -> PathBuf {
 }
 
 pub fn run(args: SweepArgs) -> ExitCode {
-    let stop = Arc::new(AtomicBool::new(false));
-    // The second SIGINT exits at once (its flag is already set); the first sets it.
-    for register in [
-        signal_hook::flag::register_conditional_shutdown(
-            signal_hook::consts::SIGINT,
-            i32::from(INTERRUPTED),
-            Arc::clone(&stop),
-        ),
-        signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&stop)),
-    ] {
-        if let Err(e) = register {
-            return super::fail(&format!("cannot handle SIGINT: {e}"));
-        }
-    }
+    let stop = match super::sigint_flag() {
+        Ok(s) => s,
+        Err(e) => return super::fail(&e),
+    };
     let choice = match args.search.as_deref() {
         None => SearchChoice::Grid,
         Some(s) => SearchChoice::from_name(s).unwrap_or_default(),
@@ -128,7 +113,7 @@ pub fn run(args: SweepArgs) -> ExitCode {
                 plan.points.len(),
                 out.display()
             );
-            return ExitCode::from(INTERRUPTED);
+            return ExitCode::from(super::INTERRUPTED);
         }
         Err(e) => return fail(&e),
     }
