@@ -13,6 +13,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 
 use poolc_fuzz::{engine, jit_interp, library, spec, traces};
+use poolrt::trace::synthetic::SplitMix64;
 
 /// Cases per target: the default, or `POOLC_FUZZ_CASES`.
 fn cases(default: u64) -> u64 {
@@ -22,16 +23,13 @@ fn cases(default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// SplitMix64.
-struct Rng(u64);
+/// The runtime's SplitMix64 (the synthetic workload's generator), with the draws the
+/// mutator needs.
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next_u64()
     }
 
     fn below(&mut self, n: usize) -> usize {
@@ -182,7 +180,7 @@ fn fuzz_mutated_specs_never_panic_and_every_checked_spec_compiles() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut corpus = read_dir_texts(&root.join("examples"), "pool");
     corpus.extend(read_dir_texts(&root.join("tests/ui"), "pool"));
-    let mut rng = Rng(0x19);
+    let mut rng = Rng(SplitMix64::new(0x19));
     let (mut checked, n) = (0u64, cases(4000));
     for case in 0..n {
         let seed = &corpus[rng.below(corpus.len())];
@@ -257,7 +255,7 @@ fn fuzz_each_trace_reader_on_mutated_lines_errs_at_a_line_and_never_panics() {
                 {\"arrival\": 1, \"prompt\": 3, \"output\": 5}\n"
         .to_string();
     let seeds: [&str; 3] = [&mooncake, &azure, &ours];
-    let mut rng = Rng(0x1919);
+    let mut rng = Rng(SplitMix64::new(0x1919));
     let n = cases(5000);
     for (which, seed) in seeds.into_iter().enumerate() {
         let name = traces::READERS[which].0;
@@ -280,7 +278,7 @@ fn fuzz_each_trace_reader_on_mutated_lines_errs_at_a_line_and_never_panics() {
 /// `n` random inputs of 0 to `max` bytes for a target that reads its structure
 /// from bytes; a failure prints the failing input in hex.
 fn random_inputs<T>(seed: u64, n: u64, max: usize, mut target: impl FnMut(&[u8]) -> T) -> Vec<T> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng(SplitMix64::new(seed));
     (0..n)
         .map(|case| {
             let len = rng.below(max + 1);
