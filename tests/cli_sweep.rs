@@ -3,7 +3,8 @@
 //! finds the scale a brute-force scan of `poolc run --rate-scale` finds; a sweep
 //! stopped by SIGINT keeps its finished rows, and `--resume` (after a cut-off last
 //! line) gives the results.csv an uninterrupted sweep gives; a results.jsonl of
-//! another grid is refused; bad grids and flags exit 1 and 2 without a panic.
+//! another grid is refused; bad grids and flags exit 1 and 2 without a panic; a
+//! point that deadlocks fails the sweep naming the point and its sessions.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
@@ -442,4 +443,57 @@ fn a_bad_grid_exits_1_with_its_line_and_column_and_bad_flags_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     let o = sweep(&[grid.to_str().unwrap(), "--search", "budget"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn a_point_without_progress_fails_the_sweep_naming_the_point_and_its_sessions() {
+    // `preempt none` (R13) with two 6-token prompts: 18 units hold both sequences,
+    // 10 deadlock them (tests/host_progress.rs walks the same replay step by step).
+    let dir = scratch("deadlock");
+    std::fs::write(
+        dir.join("none.pool"),
+        "param kv_units = 18;\nsession { prompt; output; }\n\
+         stage engine { step; budget 100; seats 8; chunk 2; time (1); }\n\
+         pool kv { cap kv_units; block 1; evict lru; preempt none; admit via engine; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("w.jsonl"),
+        "{\"arrival\": 0, \"prompt\": 6, \"output\": 3}\n\
+         {\"arrival\": 0, \"prompt\": 6, \"output\": 3}\n",
+    )
+    .unwrap();
+    let grid = dir.join("grid.toml");
+    std::fs::write(
+        &grid,
+        "specs = [\"none.pool\"]\nmetrics = [\"finished\"]\n\
+         [params]\nkv_units = [18, 10]\n[[traces]]\nfile = \"w.jsonl\"\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = sweep(&[
+        grid.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--jobs",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("point 1 (spec=none kv_units=10 trace=w"),
+        "names the point: {err}"
+    );
+    assert!(
+        err.contains("no progress: deadlock since t=3 s")
+            && err.contains("sessions involved: 0, 1"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // The point that finished keeps its row, in results.jsonl and in the results.csv
+    // written on the way out (as for an interrupted sweep); the failed one has none.
+    assert_eq!(lines(&out.join("results.jsonl")), 1);
+    let (_, rows) = read_csv(&out.join("results.csv"));
+    assert_eq!(rows.len(), 1);
+    assert_eq!((rows[0][0].as_str(), rows[0][2].as_str()), ("0", "18"));
 }

@@ -227,3 +227,23 @@ def test_the_gil_is_released_while_a_replay_runs():
     assert seconds > 0.2, "the replay is too short to tell"
     assert last - first > seconds / 2, (last - first, seconds)
     assert gap < seconds / 4, (gap, seconds)
+
+
+def test_a_deadlocked_replay_raises_run_error_naming_its_sessions(tmp_path, cli):
+    # `preempt none` with two 6-token prompts in 10 units: both wait to grow forever
+    # (tests/host_progress.rs walks it step by step). The CLI exits 1 with the same text.
+    source = (
+        "session { prompt; output; }\n"
+        "stage engine { step; budget 100; seats 8; chunk 2; time (1); }\n"
+        "pool kv { cap 10; block 1; evict lru; preempt none; admit via engine; }\n"
+    )
+    rows = [{"arrival": 0, "prompt": 6, "output": 3}] * 2
+    with pytest.raises(poolc.RunError, match=r"deadlock since t=3 s.*sessions involved: 0, 1$") as e:
+        poolc.run(poolc.compile(source), workload=rows)
+    spec = tmp_path / "none.pool"
+    spec.write_text(source)
+    trace = tmp_path / "w.jsonl"
+    trace.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = cli("run", spec, "--trace", trace)
+    assert out.returncode == 1
+    assert out.stderr.strip() == "poolc: " + str(e.value)

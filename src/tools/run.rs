@@ -130,6 +130,7 @@ fn replay_with_stop<'a>(
         progress: watch.progress,
         stop,
         progress_bound: None,
+        allow_unfinished: false,
     })
     .map_err(RunError::Host)
 }

@@ -171,6 +171,19 @@ pub enum HostError {
         others: bool,
         preemptions: u64,
     },
+    /// A deadlock (docs/HOST.md, "Progress"): the replay ran out of events with
+    /// `unfinished` sessions neither finished nor rejected. Nothing can wake the
+    /// step members any more: every resident waits for a grow that does not fit and
+    /// no release can come (R13 `preempt none`). `sessions` names the residents
+    /// (then other unfinished sessions), at most eight; `since` is the time of the
+    /// last progress.
+    Deadlock {
+        since: f64,
+        sessions: Vec<u64>,
+        /// More sessions are unfinished than `sessions` names.
+        others: bool,
+        unfinished: u64,
+    },
 }
 
 impl fmt::Display for HostError {
@@ -230,6 +243,26 @@ impl fmt::Display for HostError {
                     if *others {
                         write!(f, " and others")?;
                     }
+                }
+                Ok(())
+            }
+            HostError::Deadlock {
+                since,
+                sessions,
+                others,
+                unfinished,
+            } => {
+                write!(
+                    f,
+                    "no progress: deadlock since t={since} s: every resident waits for a grow \
+                     that cannot fit and nothing can free room (R13 `preempt none` never \
+                     preempts; docs/HOST.md, \"Progress\"), so {unfinished} sessions can never \
+                     finish"
+                )?;
+                let names: Vec<String> = sessions.iter().map(u64::to_string).collect();
+                write!(f, "; sessions involved: {}", names.join(", "))?;
+                if *others {
+                    write!(f, " and others")?;
                 }
                 Ok(())
             }

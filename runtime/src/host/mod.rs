@@ -47,4 +47,9 @@ pub struct RunOptions<'a> {
     /// The no-progress guard's bound in step iterations (docs/HOST.md, "Progress");
     /// `None`: the host's own, which no run without wasted work can reach.
     pub progress_bound: Option<u64>,
+    /// Report a deadlock (sessions left unfinished when nothing can happen any more)
+    /// in [`Report::unfinished`] instead of failing with [`HostError::Deadlock`]:
+    /// for a replay compared step by step with a recording, where the divergence is
+    /// the finding (`poolc conform`).
+    pub allow_unfinished: bool,
 }

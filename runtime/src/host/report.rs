@@ -156,7 +156,9 @@ pub struct Report {
     pub finished: u64,
     pub rejected: u64,
     /// Neither finished nor rejected when nothing could happen any more (a
-    /// deadlock of the spec, e.g. `preempt none` with every resident waiting to grow).
+    /// deadlock of the spec, e.g. `preempt none` with every resident waiting to
+    /// grow). Only a run with `RunOptions::allow_unfinished` reports one; any other
+    /// fails with `HostError::Deadlock` instead, so this is 0 there.
     pub unfinished: u64,
     /// Time of the last event, seconds from the workload's start.
     pub sim_seconds: f64,

@@ -316,6 +316,9 @@ impl Host {
             }
             self.sample();
         }
+        if !options.allow_unfinished {
+            self.deadlocked()?;
+        }
         let report = self.report();
         if let Some(log) = &mut io.log {
             log.complete(&report)?;

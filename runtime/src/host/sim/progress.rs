@@ -11,6 +11,7 @@ use crate::types::SessionId;
 
 use super::super::config::HostError;
 use super::Host;
+use super::session::State;
 
 /// How many preempted sessions the error names (it counts the rest).
 const NAMED: usize = 8;
@@ -122,6 +123,48 @@ impl Stalled {
 }
 
 impl Host {
+    /// Called when the replay has run out of events: any session neither finished
+    /// nor rejected then can never be (nothing is left to wake a member), which only
+    /// a deadlock under `preempt none` produces. Reporting it as an error rather than
+    /// as `unfinished` sessions keeps a deadlocked spec from looking good: its few
+    /// finished sessions would give it fine latencies.
+    pub(super) fn deadlocked(&self) -> Result<(), HostError> {
+        let unfinished = self
+            .shared
+            .sess
+            .iter()
+            .filter(|x| !matches!(x.state, State::Done | State::Rejected))
+            .count() as u64;
+        if unfinished == 0 {
+            return Ok(());
+        }
+        let residents = self
+            .steps
+            .iter()
+            .flat_map(|st| st.residents.iter().copied());
+        let rest = (0..self.shared.sess.len() as u64)
+            .map(SessionId)
+            .filter(|s| {
+                !matches!(
+                    self.shared.sess[*s].state,
+                    State::Done | State::Rejected | State::Resident(_)
+                )
+            });
+        let mut sessions = Vec::with_capacity(NAMED);
+        for s in residents.chain(rest) {
+            if sessions.len() == NAMED {
+                break;
+            }
+            sessions.push(s.0);
+        }
+        Err(HostError::Deadlock {
+            since: self.guard.since,
+            others: unfinished > sessions.len() as u64,
+            sessions,
+            unfinished,
+        })
+    }
+
     /// The bound of docs/HOST.md, "Progress": the seats of every step member plus
     /// the cap, in units, of every bounded pool it serves, summed over the members.
     /// Without a preemption a run cannot go that many iterations without progress;
