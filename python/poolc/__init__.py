@@ -131,7 +131,7 @@ def compile(source, *, set=None):
     return Spec(_native.compile_source(text, name, overrides))
 
 
-def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, progress=False, workload=None, samples=False):
+def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, progress=False, workload=None, samples=False, exact=False):
     """Replays a workload through ``spec`` and gives the report ``poolc run --json``
     prints, as a dict (the same keys and values). The workload is ``trace`` (a file;
     ``format`` is ``mooncake``, ``azure`` or ``jsonl``, detected when omitted), or
@@ -140,7 +140,9 @@ def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, prog
     shaped as ``read_trace`` gives them (or a pandas DataFrame of such columns), so a
     notebook can filter or rescale a trace first. ``samples=True`` adds the latency
     samples (``report["samples"]``: ``ttft``, ``itl``, ``e2e`` lists of seconds), for
-    CDFs. The GIL is released while the replay runs."""
+    CDFs. ``exact=True`` reports exact nearest-rank percentiles (``--exact``) instead
+    of the bounded sketch's, within 2^-11 of them. The GIL is released while the
+    replay runs."""
     if not isinstance(spec, Spec):
         spec = compile(spec)
     if workload is not None and hasattr(workload, "to_dict"):
@@ -156,6 +158,7 @@ def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, prog
         bool(progress),
         rows,
         bool(samples),
+        bool(exact),
     )
     return json.loads(text)
 

@@ -385,7 +385,7 @@ fn source_of(
 /// Replays a workload through `spec` and gives the report as the JSON text `poolc run
 /// --json` prints (the Python layer parses it, so both give the same values).
 #[pyfunction]
-#[pyo3(signature = (spec, trace, format, synthetic, seed, log, progress, workload, samples))]
+#[pyo3(signature = (spec, trace, format, synthetic, seed, log, progress, workload, samples, exact))]
 #[allow(clippy::too_many_arguments)] // the Python signature, keyword for keyword
 fn run_json(
     py: Python<'_>,
@@ -398,6 +398,7 @@ fn run_json(
     progress: bool,
     workload: Option<Bound<'_, PyList>>,
     samples: bool,
+    exact: bool,
 ) -> PyResult<String> {
     let wall = Instant::now();
     let workload = match workload {
@@ -447,6 +448,7 @@ fn run_json(
                 log: log_file.as_mut().map(|w| w as &mut dyn Write),
                 observer: if samples { Some(&mut kept) } else { None },
                 progress: if progress { Some(&mut bar) } else { None },
+                exact_percentiles: exact,
             },
         )
         .map_err(|e| e.to_string())?;

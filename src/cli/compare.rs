@@ -60,6 +60,7 @@ pub fn run(args: CompareArgs) -> ExitCode {
         let mut series = args.chart.series();
         let watch = Watch {
             observer: series.as_mut().map(|s| s as &mut dyn Observer),
+            exact_percentiles: args.workload.exact,
             ..Watch::default()
         };
         let r = match replay(&compiled, &workload, watch) {

@@ -86,12 +86,14 @@ impl std::error::Error for RunError {
     }
 }
 
-/// What a replay writes and tells besides its report, as [`RunOptions`] describes it.
+/// What a replay writes and tells besides its report, as [`RunOptions`] describes it,
+/// and how its report reads latency percentiles (`exact_percentiles`: `--exact`).
 #[derive(Default)]
 pub struct Watch<'a> {
     pub log: Option<&'a mut dyn Write>,
     pub observer: Option<&'a mut dyn Observer>,
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
+    pub exact_percentiles: bool,
 }
 
 /// Replays `workload` through the reference host with the compiled spec's policies.
@@ -131,6 +133,7 @@ fn replay_with_stop<'a>(
         stop,
         progress_bound: None,
         allow_unfinished: false,
+        exact_percentiles: watch.exact_percentiles,
     })
     .map_err(RunError::Host)
 }

@@ -12,6 +12,7 @@
 mod config;
 mod log;
 mod observe;
+mod percentile;
 mod report;
 mod series;
 mod sim;
@@ -52,4 +53,8 @@ pub struct RunOptions<'a> {
     /// for a replay compared step by step with a recording, where the divergence is
     /// the finding (`poolc conform`).
     pub allow_unfinished: bool,
+    /// Keep every latency and report exact nearest-rank percentiles (8 bytes a
+    /// sample: a long replay's ITLs alone take gigabytes) instead of the bounded
+    /// sketch's, which are within 2^-11 of them (docs/HOST.md, "Percentiles").
+    pub exact_percentiles: bool,
 }

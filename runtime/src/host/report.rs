@@ -1,6 +1,7 @@
 //! The report of a replay: what a reader of `poolc run` wants to know, as one
 //! serde-serializable struct, and the small accumulators that build it (latency
-//! samples, time-weighted occupancy). Percentiles are nearest-rank (docs/HOST.md). It
+//! samples, time-weighted occupancy). Percentiles are nearest-rank, read from bounded
+//! sketches or exact lists (percentile.rs, docs/HOST.md). It
 //! must hold nothing that varies between identical runs: no wall clock, no hash-map
 //! order; members are listed in declaration order.
 
@@ -9,16 +10,30 @@ use std::io;
 use serde::Serialize;
 
 use super::observe::{Latency, Observer};
+use super::percentile::Latencies;
 
 /// The report's latency samples: the observer every run has, fed each session's
-/// [`Latency`] moments as the host tells them. Its sizes have known bounds (one TTFT
-/// and one E2E per session, one ITL per later token), which the host reserves so that
-/// a warm replay does not reallocate.
-#[derive(Debug, Default)]
+/// [`Latency`] moments as the host tells them, into bounded sketches or, with
+/// `RunOptions::exact_percentiles`, exact lists whose sizes have known bounds (one
+/// TTFT and one E2E per session, one ITL per later token) reserved when the run
+/// starts, so that a warm replay does not reallocate.
+#[derive(Debug)]
 pub(crate) struct Samples {
-    pub ttft: Vec<f64>,
-    pub itl: Vec<f64>,
-    pub e2e: Vec<f64>,
+    pub ttft: Latencies,
+    pub itl: Latencies,
+    pub e2e: Latencies,
+}
+
+impl Samples {
+    /// Exact lists reserving `sessions` TTFT and E2E values and `gaps` ITL values,
+    /// or bounded sketches.
+    pub(crate) fn new(exact: bool, sessions: usize, gaps: usize) -> Samples {
+        Samples {
+            ttft: Latencies::new(exact, sessions),
+            itl: Latencies::new(exact, gaps),
+            e2e: Latencies::new(exact, sessions),
+        }
+    }
 }
 
 impl Observer for Samples {

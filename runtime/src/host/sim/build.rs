@@ -97,7 +97,8 @@ impl Host {
             next_arrival: SessionId(0),
             now: 0.0,
             done: 0,
-            samples: Samples::default(),
+            // Replaced when the run starts, by RunOptions::exact_percentiles.
+            samples: Samples::new(false, 0, 0),
             output_tokens: 0,
             computed_tokens: 0,
             victims: Vec::new(),
@@ -105,25 +106,27 @@ impl Host {
             guard: Guard::new(0),
         };
         host.bind(&config.attrs, workload)?;
-        host.reserve_samples(workload);
         for p in host.pools.keys() {
             host.refresh(p);
         }
         Ok(host)
     }
 
-    /// Latency samples have known bounds: reserving them keeps a warm replay free of
-    /// reallocation.
-    fn reserve_samples(&mut self, workload: &Workload) {
-        let n = workload.sessions.len();
-        let gaps: u64 = workload
-            .sessions
+    /// The report's latency accumulators: bounded sketches, or exact lists reserved
+    /// to their known bounds (one TTFT and E2E per session, one ITL per later token)
+    /// so that a warm replay does not reallocate.
+    pub(super) fn samples(&self, exact: bool) -> Samples {
+        if !exact {
+            return Samples::new(false, 0, 0);
+        }
+        let sessions = self.shared.sess.len();
+        let gaps: u64 = self
+            .shared
+            .sess
             .iter()
             .map(|s| s.output.saturating_sub(1))
             .sum();
-        self.samples.ttft.reserve(n);
-        self.samples.e2e.reserve(n);
-        self.samples.itl.reserve(usize::try_from(gaps).unwrap_or(0));
+        Samples::new(true, sessions, usize::try_from(gaps).unwrap_or(0))
     }
 }
 

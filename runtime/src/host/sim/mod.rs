@@ -271,6 +271,7 @@ impl Host {
             }
         }
         self.guard = Guard::new(options.progress_bound.unwrap_or(self.progress_bound()));
+        self.samples = self.samples(options.exact_percentiles);
         loop {
             if options
                 .stop

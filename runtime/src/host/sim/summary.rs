@@ -3,7 +3,7 @@
 //! the report's [`super::Samples`]. It reads the host's state once, at the end, and
 //! changes nothing a replay decides.
 
-use super::super::report::{LinkReport, Percentiles, PoolReport, Report, StageReport, ratio};
+use super::super::report::{LinkReport, PoolReport, Report, StageReport, ratio};
 use super::Host;
 use super::session::State;
 
@@ -86,9 +86,9 @@ impl Host {
         } else {
             0.0
         };
-        r.ttft = Percentiles::of(&mut self.samples.ttft);
-        r.itl = Percentiles::of(&mut self.samples.itl);
-        r.e2e = Percentiles::of(&mut self.samples.e2e);
+        r.ttft = self.samples.ttft.percentiles();
+        r.itl = self.samples.itl.percentiles();
+        r.e2e = self.samples.e2e.percentiles();
         r.hit_rate = ratio(hit, prompt);
         r.tier_hit_rate = ratio(tier_units, prompt);
         r.pools = pools;

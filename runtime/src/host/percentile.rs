@@ -1,0 +1,199 @@
+//! The latency percentiles of a report, in bounded memory by default (docs/HOST.md,
+//! "Percentiles"): an HDR histogram of nanoseconds whose buckets are at most 2^-10 of
+//! their values wide, read at nearest rank, so a reported percentile is within
+//! 2^-11 of the exact one (plus half a nanosecond of rounding) whatever the number of
+//! samples. `exact` keeps every value and sorts them at the end: the nearest-rank
+//! method reports had before, at 8 bytes a sample. It owns the accumulation and the
+//! reading; what a percentile means for a session is the host's business.
+
+use hdrhistogram::Histogram;
+
+use super::report::Percentiles;
+
+/// Significant decimal digits the histogram keeps: 3 gives 2,048 sub-buckets, so
+/// every value from 2^11 ns up lies in a bucket 2^-10 of it wide or narrower, and
+/// values below 2^11 ns are kept exactly.
+const SIGFIGS: u8 = 3;
+
+/// Longest latency told apart, in nanoseconds (2^62 ns: 146 years of simulated time);
+/// longer ones count as this. The histogram's size grows with the log of it: about
+/// 420 KB each, allocated once when the run starts.
+const MAX_NS: u64 = 1 << 62;
+
+/// One kind of latency (TTFT, ITL or E2E) of a run, as it accumulates.
+#[derive(Debug)]
+pub(crate) enum Latencies {
+    /// Every value, for today's exact nearest-rank reading.
+    Exact(Vec<f64>),
+    /// The histogram, with the count and the sum of the values as given (for the
+    /// mean, which the buckets would blur).
+    Sketch { hist: Box<Histogram<u64>>, sum: f64 },
+}
+
+impl Latencies {
+    /// A bounded accumulator (`exact` false) or one that keeps `reserve` values
+    /// without reallocating.
+    pub(crate) fn new(exact: bool, reserve: usize) -> Latencies {
+        if exact {
+            return Latencies::Exact(Vec::with_capacity(reserve));
+        }
+        // The bounds are constants the crate accepts (1 ≤ low, 2·low ≤ high,
+        // sigfig ≤ 5): this cannot fail.
+        let hist = Histogram::new_with_bounds(1, MAX_NS, SIGFIGS).expect("valid constant bounds");
+        Latencies::Sketch {
+            hist: Box::new(hist),
+            sum: 0.0,
+        }
+    }
+
+    /// Adds one latency in seconds (finite and ≥ 0: the host's times are).
+    pub(crate) fn push(&mut self, seconds: f64) {
+        match self {
+            Latencies::Exact(v) => v.push(seconds),
+            Latencies::Sketch { hist, sum } => {
+                *sum += seconds;
+                hist.saturating_record(to_ns(seconds));
+            }
+        }
+    }
+
+    /// p50/p90/p99 at nearest rank (the value at 1-based rank ⌈p·n/100⌉), the count
+    /// and the mean. Exact: of the sorted values. Sketch: the middle of the bucket
+    /// holding that rank's value.
+    pub(crate) fn percentiles(&mut self) -> Percentiles {
+        match self {
+            Latencies::Exact(v) => Percentiles::of(v),
+            Latencies::Sketch { hist, sum } => {
+                let n = hist.len();
+                let at = |p: u64| (n > 0).then(|| at_rank(hist, rank(p, n)));
+                Percentiles {
+                    count: n,
+                    mean: (n > 0).then(|| *sum / n as f64),
+                    p50: at(50),
+                    p90: at(90),
+                    p99: at(99),
+                }
+            }
+        }
+    }
+}
+
+/// ⌈p·n/100⌉ in integers, at least 1: the same rank [`Percentiles::of`] reads (the
+/// crate's own quantile reading rounds `q·n` in floating point, which can land one
+/// rank off).
+fn rank(p: u64, n: u64) -> u64 {
+    (u128::from(p) * u128::from(n))
+        .div_ceil(100)
+        .try_into()
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
+/// The value at 1-based `rank` of the recorded values, as the middle of its bucket,
+/// in seconds.
+fn at_rank(hist: &Histogram<u64>, rank: u64) -> f64 {
+    let mut seen = 0u64;
+    for v in hist.iter_recorded() {
+        seen += v.count_at_value();
+        if seen >= rank {
+            return hist.median_equivalent(v.value_iterated_to()) as f64 / 1e9;
+        }
+    }
+    // rank ≤ n, so the loop returns; the largest value is the honest answer anyway.
+    hist.median_equivalent(hist.max()) as f64 / 1e9
+}
+
+/// Seconds to whole nanoseconds, rounded; negative or NaN (not produced by the host)
+/// count as 0, beyond [`MAX_NS`] as the histogram saturates.
+fn to_ns(seconds: f64) -> u64 {
+    let ns = (seconds * 1e9).round();
+    if ns >= 1.0 {
+        // `as` saturates at u64::MAX for huge values; the histogram clamps further.
+        ns as u64
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use crate::trace::synthetic::SplitMix64;
+
+    /// The bound the module promises, checked for one percentile.
+    fn within(sketch: f64, exact: f64) -> bool {
+        (sketch - exact).abs() <= exact * 2f64.powi(-11) + 0.5e-9 + 1e-18
+    }
+
+    fn both(values: &[f64]) -> (Percentiles, Percentiles) {
+        let mut e = Latencies::new(true, values.len());
+        let mut s = Latencies::new(false, 0);
+        for &v in values {
+            e.push(v);
+            s.push(v);
+        }
+        (e.percentiles(), s.percentiles())
+    }
+
+    fn assert_agree(values: &[f64]) {
+        let (e, s) = both(values);
+        assert_eq!(e.count, s.count);
+        for (name, a, b) in [
+            ("p50", e.p50, s.p50),
+            ("p90", e.p90, s.p90),
+            ("p99", e.p99, s.p99),
+        ] {
+            let (a, b) = (a.unwrap(), b.unwrap());
+            assert!(within(b, a), "{name}: exact {a}, sketch {b}");
+        }
+        let (a, b) = (e.mean.unwrap(), s.mean.unwrap());
+        assert!((a - b).abs() <= a * 1e-9, "mean {a} vs {b}");
+    }
+
+    #[test]
+    fn percentile_the_sketch_is_within_its_bound_of_the_exact_nearest_rank() {
+        // Latencies over twelve decades, uniform in log: every bucket width is hit.
+        let mut rng = SplitMix64::new(7);
+        let wide: Vec<f64> = (0..200_000)
+            .map(|_| 10f64.powf(-7.0 + 12.0 * rng.unit()))
+            .collect();
+        assert_agree(&wide);
+        // A simulator's latencies are sums of a few iteration times: many repeats.
+        let steps: Vec<f64> = (0..100_000)
+            .map(|_| 0.004 * rng.range(1, 400) as f64 + 0.00002 * rng.range(0, 8192) as f64)
+            .collect();
+        assert_agree(&steps);
+        // Tiny samples, where one rank is a large step: n = 1, 2, 10, 99, 101.
+        for n in [1usize, 2, 10, 99, 101] {
+            let v: Vec<f64> = (0..n).map(|i| 0.5 + i as f64).collect();
+            assert_agree(&v);
+        }
+    }
+
+    #[test]
+    fn percentile_ranks_are_the_integer_nearest_rank() {
+        // 0.9 · 10 is 9.000000000000002 in floating point, whose ceiling is rank 10;
+        // nearest rank ⌈90·10/100⌉ is 9. Values 1..=10 s tell the two apart.
+        let v: Vec<f64> = (1..=10).map(f64::from).collect();
+        let (e, s) = both(&v);
+        assert_eq!(e.p90, Some(9.0));
+        assert!(within(s.p90.unwrap(), 9.0), "{:?}", s.p90);
+        assert_eq!((rank(50, 1), rank(99, 100), rank(99, 101)), (1, 99, 100));
+    }
+
+    #[test]
+    fn percentile_an_empty_sketch_reports_none_and_small_values_are_exact() {
+        let (_, s) = both(&[]);
+        assert_eq!((s.count, s.mean, s.p50, s.p99), (0, None, None, None));
+        // Below 2^11 ns every nanosecond has its own bucket.
+        let (_, s) = both(&[1e-9, 2e-9, 2047e-9]);
+        assert_eq!(s.p50, Some(2e-9));
+        assert_eq!(s.p99, Some(2047e-9));
+        // Zero and a latency past the histogram's range are kept, not dropped.
+        let (_, s) = both(&[0.0, 1e12]);
+        assert_eq!(s.count, 2);
+        assert_eq!(s.p50, Some(0.0));
+    }
+}
