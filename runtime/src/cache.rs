@@ -13,7 +13,7 @@
 
 use std::collections::hash_map::Entry as MapEntry;
 
-use crate::hash::FxMap;
+use crate::hash::{RunLocal, RunLocalMap};
 use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
 
 /// "No block" in the intrusive links below.
@@ -89,8 +89,9 @@ pub(crate) struct Store {
     blocks: Vec<Block>,
     free_blocks: Vec<BlockId>,
     /// Key → the earliest registered copy still present (held or cached). Later
-    /// copies hang off it through `next_dup`. Used for lookups only.
-    index: FxMap<BlockKey, BlockId>,
+    /// copies hang off it through `next_dup`. Used for lookups only; hashed so that a
+    /// run's blocks sit side by side ([`RunLocal`]).
+    index: RunLocalMap<BlockKey, BlockId>,
     entries: Vec<Option<Entry>>,
     free_entries: Vec<EntrySlot>,
     /// Live entries in release order (lru order and the tie rule), as a list
@@ -142,12 +143,13 @@ impl Watch {
     }
 }
 
-impl Default for Store {
-    fn default() -> Store {
+impl Store {
+    /// An empty store for a pool of `block` units a block.
+    pub fn new(block: u64) -> Store {
         Store {
             blocks: Vec::new(),
             free_blocks: Vec::new(),
-            index: FxMap::default(),
+            index: RunLocalMap::with_hasher(RunLocal::new(block)),
             entries: Vec::new(),
             free_entries: Vec::new(),
             oldest: EntrySlot::NIL,

@@ -55,3 +55,111 @@ impl Hasher for FxHasher {
 }
 
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// The block-key index's hasher: a run's consecutive blocks land in consecutive slots
+/// of the table, with distinct tags. A block key hashes as its run id mixed as
+/// [`FxHasher`] does, plus `k + (k << 57)` where `k` is the block's number inside the
+/// run (its offset over the pool's block size): the low bits pick hashbrown's slot,
+/// the top seven its tag. Registering, hitting or evicting the blocks of one run (a
+/// Mooncake hash id is 32 blocks of 16 tokens) then walks neighbouring cache lines
+/// instead of missing once per block, which was half of a large replay's time
+/// (docs/PERFORMANCE.md, issue #16). Lookups only, like every table here.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunLocal {
+    per_block: u64,
+}
+
+impl RunLocal {
+    /// For a pool of `block` units a block (at least 1).
+    pub(crate) fn new(block: u64) -> RunLocal {
+        RunLocal {
+            per_block: block.max(1),
+        }
+    }
+}
+
+impl std::hash::BuildHasher for RunLocal {
+    type Hasher = RunLocalHasher;
+
+    #[inline]
+    fn build_hasher(&self) -> RunLocalHasher {
+        RunLocalHasher {
+            per_block: self.per_block,
+            hash: 0,
+            words: 0,
+        }
+    }
+}
+
+/// See [`RunLocal`]. The first word written is the run, the second the offset (the
+/// field order of `BlockKey`'s derived `Hash`); any other input is mixed as
+/// [`FxHasher`] mixes it, so the hasher stays correct (only less local) for other keys.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RunLocalHasher {
+    per_block: u64,
+    hash: u64,
+    words: u8,
+}
+
+impl Hasher for RunLocalHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut fx = FxHasher { hash: self.hash };
+        fx.write(bytes);
+        self.hash = fx.hash;
+        self.words = 2;
+    }
+
+    #[inline]
+    fn write_u64(&mut self, n: u64) {
+        match self.words {
+            0 => self.hash = n.wrapping_mul(SEED),
+            1 => {
+                let k = n / self.per_block;
+                self.hash = self.hash.wrapping_add(k).wrapping_add(k << 57);
+            }
+            _ => {
+                let mut fx = FxHasher { hash: self.hash };
+                fx.add(n);
+                self.hash = fx.hash;
+            }
+        }
+        self.words = self.words.saturating_add(1);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+pub(crate) type RunLocalMap<K, V> = HashMap<K, V, RunLocal>;
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::*;
+    use crate::types::{BlockKey, RunId};
+
+    #[test]
+    fn run_local_puts_a_runs_blocks_in_consecutive_slots_with_distinct_tags() {
+        let b = RunLocal::new(16);
+        let h = |run, offset| {
+            b.hash_one(BlockKey {
+                run: RunId(run),
+                offset,
+            })
+        };
+        let first = h(7, 15);
+        for k in 1..32u64 {
+            let x = h(7, 15 + 16 * k);
+            // Slot: the low bits step by one block.
+            assert_eq!(x.wrapping_sub(first) & 0xffff, k, "block {k}");
+            // Tag: hashbrown's top seven bits differ between neighbours.
+            assert_ne!(x >> 57, h(7, 15 + 16 * (k - 1)) >> 57, "block {k}");
+        }
+        // Another run starts somewhere else.
+        assert_ne!(h(8, 15) & 0xffff, first & 0xffff);
+    }
+}

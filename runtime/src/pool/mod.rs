@@ -231,7 +231,7 @@ impl Pool {
             requeue: config.requeue,
             queue_policy: config.queue,
             spill: config.spill,
-            store: Store::default(),
+            store: Store::new(block),
             holders: Holders::default(),
             queue,
             waiting: FxMap::default(),
