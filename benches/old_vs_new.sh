@@ -5,9 +5,13 @@
 set -euo pipefail
 old="$1"; new="$2"; runs="${3:-5}"
 oracle=../shared/data/vllm-oracle/e_fcfs_mixed
+# The replays of issue #16 (its table: measured at 2b9c683): vLLM at 4,096 and at
+# 28,000 blocks (one H100's KV), the tiered replay with every evicted block spilled
+# to an unbounded host tier, a synthetic replay, and conform on scenario e.
 commands=(
-  "run examples/vllm.pool --json"
-  "run examples/tiered.pool --json"
+  "run examples/vllm.pool --set num_gpu_blocks=4096 --json"
+  "run examples/vllm.pool --set num_gpu_blocks=28000 --json"
+  "run benches/specs/tiered_h100.pool --json"
   "run examples/vllm.pool --synthetic 100000 --json"
   "conform $oracle"
 )
