@@ -497,3 +497,77 @@ fn a_point_without_progress_fails_the_sweep_naming_the_point_and_its_sessions() 
     assert_eq!(rows.len(), 1);
     assert_eq!((rows[0][0].as_str(), rows[0][2].as_str()), ("0", "18"));
 }
+
+#[test]
+fn exact_percentiles_in_the_grid_gives_the_rows_of_poolc_run_exact() {
+    // `exact_percentiles = true` (docs/SWEEP.md): each row's percentiles are those of
+    // `poolc run --json --exact`; without it, those of `poolc run --json` (the
+    // sketch's). The two differ on this workload, so the test tells them apart.
+    let dir = scratch("exact");
+    let fifo = policy("fifo");
+    let write = |name: &str, extra: &str| {
+        let g = dir.join(name);
+        std::fs::write(
+            &g,
+            format!(
+                "specs = [{fifo:?}]\nmetrics = [\"ttft_p50\", \"e2e_p99\"]\n{extra}\
+                 [[traces]]\nsynthetic = 300\nseed = 4\n"
+            ),
+        )
+        .unwrap();
+        g
+    };
+    let mut got = Vec::new();
+    for (name, extra) in [
+        ("exact.toml", "exact_percentiles = true\n"),
+        ("sketch.toml", ""),
+    ] {
+        let out = dir.join(name).with_extension("out");
+        ok(&sweep(&[
+            write(name, extra).to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        let (header, rows) = read_csv(&out.join("results.csv"));
+        let col = |m: &str| header.iter().position(|h| h == m).unwrap();
+        got.push((
+            rows[0][col("ttft_p50")].clone(),
+            rows[0][col("e2e_p99")].clone(),
+        ));
+    }
+    for (k, flags) in [&["--exact"][..], &[][..]].iter().enumerate() {
+        let mut args = vec![
+            "run",
+            fifo.as_str(),
+            "--synthetic",
+            "300",
+            "--seed",
+            "4",
+            "--json",
+        ];
+        args.extend_from_slice(flags);
+        let report = ok(&poolc(&args));
+        let want = (
+            run_metric(&report, "ttft_p50"),
+            run_metric(&report, "e2e_p99"),
+        );
+        assert_eq!(got[k], want, "{flags:?}");
+    }
+    assert_ne!(
+        got[0], got[1],
+        "the sketch and the exact method differ here"
+    );
+    // Not a boolean: an error with its place.
+    let bad = write("bad.toml", "exact_percentiles = \"yes\"\n");
+    let o = sweep(&[
+        bad.to_str().unwrap(),
+        "--out",
+        dir.join("o").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("bad.toml:3:") && err.contains("must be true or false"),
+        "{err}"
+    );
+}

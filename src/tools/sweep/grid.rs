@@ -43,6 +43,9 @@ pub struct Grid {
     pub pareto: Option<Pareto>,
     /// The capacity search the grid declares (`[search]`).
     pub search: Option<Search>,
+    /// `exact_percentiles = true`: every replay keeps every latency and reports exact
+    /// nearest-rank percentiles (`poolc run --exact`) instead of the bounded sketch's.
+    pub exact_percentiles: bool,
 }
 
 /// One axis: a param (or the rate scale) and its values, in the order written.
@@ -238,7 +241,7 @@ pub fn parse(text: &str, dir: &Path) -> Result<Grid, Vec<Diagnostic>> {
     }
 }
 
-const TOP_KEYS: [&str; 8] = [
+const TOP_KEYS: [&str; 9] = [
     "specs",
     "params",
     "traces",
@@ -247,6 +250,7 @@ const TOP_KEYS: [&str; 8] = [
     "slo",
     "pareto",
     "search",
+    "exact_percentiles",
 ];
 
 struct Cx<'a> {
@@ -285,6 +289,7 @@ impl Cx<'_> {
         let mut slos = Vec::new();
         let mut pareto = None;
         let mut search = None;
+        let mut exact_percentiles = false;
         for (key, value) in entries(root) {
             match key.get_ref().as_ref() {
                 "specs" => specs = self.specs(value),
@@ -302,6 +307,9 @@ impl Cx<'_> {
                 "slo" => slos = self.slos(value),
                 "pareto" => pareto = self.pareto(value),
                 "search" => search = self.search(value),
+                "exact_percentiles" => {
+                    exact_percentiles = self.boolean(value, "`exact_percentiles`").unwrap_or(false);
+                }
                 _ => self.unknown_key(key, &TOP_KEYS, "the grid"),
             }
         }
@@ -373,6 +381,7 @@ impl Cx<'_> {
             slos,
             pareto,
             search,
+            exact_percentiles,
         })
     }
 
@@ -412,6 +421,20 @@ impl Cx<'_> {
                     span(v.span()),
                     format!("{what} must be a string, not a {}", other.type_str()),
                     "expected a string",
+                );
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, v: &Value<'_>, what: &str) -> Option<bool> {
+        match v.get_ref() {
+            DeValue::Boolean(b) => Some(*b),
+            other => {
+                self.error(
+                    span(v.span()),
+                    format!("{what} must be true or false, not a {}", other.type_str()),
+                    "expected a boolean",
                 );
                 None
             }

@@ -225,8 +225,8 @@ impl Plan {
     }
 
     /// A 64-bit FNV-1a hash (16 hex digits) of everything that decides a row: every
-    /// point's coordinates, the spec sources, the traces, the metrics, the SLOs and
-    /// the search. results.jsonl lines carry it, and `--resume` keeps only lines
+    /// point's coordinates, the spec sources, the traces, the metrics, the SLOs, the
+    /// search and the percentile method. results.jsonl lines carry it, and `--resume` keeps only lines
     /// whose fingerprint is the plan's.
     pub fn fingerprint(&self, sources: &[String]) -> String {
         let mut h = Fnv::default();
@@ -246,6 +246,10 @@ impl Plan {
         }
         if let Some(s) = &self.search {
             h.text(&format!("search {:?} {:?} {:?}", s.from, s.to, s.tolerance));
+        }
+        // Only when set, so the rows of grids written before the key resume.
+        if self.grid.exact_percentiles {
+            h.text("exact_percentiles");
         }
         for p in &self.points {
             let combo = self.combos.get(p.combo);

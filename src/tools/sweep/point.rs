@@ -131,7 +131,11 @@ fn replay(
         scaled = w;
         &scaled
     };
-    let report = match run::replay_until(compiled, workload, Watch::default(), stop) {
+    let watch = Watch {
+        exact_percentiles: plan.grid.exact_percentiles,
+        ..Watch::default()
+    };
+    let report = match run::replay_until(compiled, workload, watch, stop) {
         Ok(r) => r,
         Err(RunError::Host(HostError::Interrupted)) => return Err(SweepError::Interrupted),
         Err(e) => {
