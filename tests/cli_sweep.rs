@@ -571,3 +571,56 @@ fn exact_percentiles_in_the_grid_gives_the_rows_of_poolc_run_exact() {
         "{err}"
     );
 }
+
+#[test]
+fn a_capacity_search_counts_a_deadlocked_scale_as_failing_its_slos() {
+    // `preempt none`, 8 units, budget 2, chunk 1, two 4-token prompts 2 s apart
+    // (worked by hand): at rate scale 1 and 1.5 the second arrives after the first
+    // took its whole prompt and waits for it to finish; from scale 2 on it arrives
+    // at t=1, both are admitted, fill the pool at t=4 and wait for each other for
+    // ever. `poolc run --rate-scale` agrees (exit 0 at 1 and 1.5, 1 at 2).
+    let dir = scratch("search-deadlock");
+    std::fs::write(
+        dir.join("none.pool"),
+        "session { prompt; output; }\n\
+         stage engine { step; budget 2; seats 8; chunk 1; time (1); }\n\
+         pool kv { cap 8; block 1; evict lru; preempt none; admit via engine; }\n",
+    )
+    .unwrap();
+    let trace = dir.join("w.jsonl");
+    std::fs::write(
+        &trace,
+        "{\"arrival\": 0, \"prompt\": 4, \"output\": 3}\n\
+         {\"arrival\": 2, \"prompt\": 4, \"output\": 3}\n",
+    )
+    .unwrap();
+    for (scale, code) in [("1.5", 0), ("2", 1)] {
+        let o = poolc(&[
+            "run",
+            dir.join("none.pool").to_str().unwrap(),
+            "--trace",
+            trace.to_str().unwrap(),
+            "--rate-scale",
+            scale,
+        ]);
+        assert_eq!(o.status.code(), Some(code), "scale {scale}");
+    }
+    let grid = dir.join("grid.toml");
+    std::fs::write(
+        &grid,
+        "specs = [\"none.pool\"]\nmetrics = [\"finished\"]\nslo = [\"finished >= 2\"]\n\
+         [[traces]]\nfile = \"w.jsonl\"\n[search]\nfrom = 1\nto = 4\ntolerance = 0.5\n",
+    )
+    .unwrap();
+    let out = dir.join("out");
+    ok(&sweep(&[
+        grid.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    let (header, rows) = read_csv(&out.join("results.csv"));
+    let col = |m: &str| header.iter().position(|h| h == m).unwrap();
+    assert_eq!(rows[0][col("max_rate_scale")], "1.5");
+    assert_eq!(rows[0][col("search_bound")], "inside");
+    assert_eq!(rows[0][col("finished")], "2");
+}

@@ -141,7 +141,7 @@ def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, prog
     notebook can filter or rescale a trace first. ``samples=True`` adds the latency
     samples (``report["samples"]``: ``ttft``, ``itl``, ``e2e`` lists of seconds), for
     CDFs. ``exact=True`` reports exact nearest-rank percentiles (``--exact``) instead
-    of the bounded sketch's, within 2^-11 of them. The GIL is released while the
+    of the bounded sketch's, within 2^-11 of them plus 1 ns. The GIL is released while the
     replay runs."""
     if not isinstance(spec, Spec):
         spec = compile(spec)

@@ -57,8 +57,8 @@ impl Hasher for FxHasher {
 pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// The block-key index's hasher: a run's consecutive blocks land in consecutive slots
-/// of the table, with distinct tags. A block key hashes as its run id mixed as
-/// [`FxHasher`] does, plus `k + (k << 57)` where `k` is the block's number inside the
+/// of the table, with distinct tags. A block key hashes as its run id mixed (a
+/// multiply, its high half folded down), plus `k + (k << 57)` where `k` is the block's number inside the
 /// run (its offset over the pool's block size): the low bits pick hashbrown's slot,
 /// the top seven its tag. Registering, hitting or evicting the blocks of one run (a
 /// Mooncake hash id is 32 blocks of 16 tokens) then walks neighbouring cache lines
@@ -113,7 +113,13 @@ impl Hasher for RunLocalHasher {
     #[inline]
     fn write_u64(&mut self, n: u64) {
         match self.words {
-            0 => self.hash = n.wrapping_mul(SEED),
+            0 => {
+                // The product's low bits depend only on the run id's low bits; fold
+                // the high half down so ids alike there (multiples of 2^16, say)
+                // still start in different slots.
+                let m = n.wrapping_mul(SEED);
+                self.hash = m ^ (m >> 32);
+            }
             1 => {
                 let k = n / self.per_block;
                 self.hash = self.hash.wrapping_add(k).wrapping_add(k << 57);
@@ -159,7 +165,9 @@ mod tests {
             // Tag: hashbrown's top seven bits differ between neighbours.
             assert_ne!(x >> 57, h(7, 15 + 16 * (k - 1)) >> 57, "block {k}");
         }
-        // Another run starts somewhere else.
+        // Another run starts somewhere else, also one whose id differs only in its
+        // high bits.
         assert_ne!(h(8, 15) & 0xffff, first & 0xffff);
+        assert_ne!(h(7 + (1 << 40), 15) & 0xffff, first & 0xffff);
     }
 }

@@ -69,7 +69,7 @@ pub(super) struct WorkloadArgs {
     rate_scale: f64,
     /// Report exact nearest-rank latency percentiles, keeping every latency (8 bytes
     /// each: gigabytes for millions of sessions), instead of the default bounded
-    /// sketch's, which are within 2^-11 (0.05 %) of them (docs/HOST.md, "Percentiles")
+    /// sketch's, which are within 2^-11 (0.05 %) of them plus 1 ns (docs/HOST.md, "Percentiles")
     #[arg(long)]
     pub(super) exact: bool,
 }

@@ -256,8 +256,9 @@ impl fmt::Display for HostError {
                     f,
                     "no progress: deadlock since t={since} s: every resident waits for a grow \
                      that cannot fit and nothing can free room (R13 `preempt none` never \
-                     preempts; docs/HOST.md, \"Progress\"), so {unfinished} sessions can never \
-                     finish"
+                     preempts; docs/HOST.md, \"Progress\"), so {unfinished} session{} can \
+                     never finish",
+                    if *unfinished == 1 { "" } else { "s" }
                 )?;
                 let names: Vec<String> = sessions.iter().map(u64::to_string).collect();
                 write!(f, "; sessions involved: {}", names.join(", "))?;

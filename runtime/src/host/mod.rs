@@ -55,6 +55,6 @@ pub struct RunOptions<'a> {
     pub allow_unfinished: bool,
     /// Keep every latency and report exact nearest-rank percentiles (8 bytes a
     /// sample: a long replay's ITLs alone take gigabytes) instead of the bounded
-    /// sketch's, which are within 2^-11 of them (docs/HOST.md, "Percentiles").
+    /// sketch's, which are within 2^-11 of them plus 1 ns (docs/HOST.md, "Percentiles").
     pub exact_percentiles: bool,
 }

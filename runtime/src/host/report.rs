@@ -25,13 +25,21 @@ pub(crate) struct Samples {
 }
 
 impl Samples {
-    /// Exact lists reserving `sessions` TTFT and E2E values and `gaps` ITL values,
-    /// or bounded sketches.
-    pub(crate) fn new(exact: bool, sessions: usize, gaps: usize) -> Samples {
+    /// Exact lists reserving `sessions` TTFT and E2E values and `gaps` ITL values.
+    pub(crate) fn exact(sessions: usize, gaps: usize) -> Samples {
         Samples {
-            ttft: Latencies::new(exact, sessions),
-            itl: Latencies::new(exact, gaps),
-            e2e: Latencies::new(exact, sessions),
+            ttft: Latencies::exact(sessions),
+            itl: Latencies::exact(gaps),
+            e2e: Latencies::exact(sessions),
+        }
+    }
+
+    /// Bounded sketches.
+    pub(crate) fn sketch() -> Samples {
+        Samples {
+            ttft: Latencies::sketch(),
+            itl: Latencies::sketch(),
+            e2e: Latencies::sketch(),
         }
     }
 }

@@ -138,6 +138,17 @@ fn replay(
     let report = match run::replay_until(compiled, workload, watch, stop) {
         Ok(r) => r,
         Err(RunError::Host(HostError::Interrupted)) => return Err(SweepError::Interrupted),
+        // A capacity search drives the spec into overload on purpose: a scale at
+        // which it stops making progress meets no SLO (docs/SWEEP.md), and has no
+        // metrics. Without a search the point fails the sweep, below.
+        Err(RunError::Host(HostError::Deadlock { .. } | HostError::NoProgress { .. }))
+            if plan.search.is_some() =>
+        {
+            return Ok(Measured {
+                metrics: vec!["null".to_string(); plan.grid.metrics.len()],
+                met: false,
+            });
+        }
         Err(e) => {
             return Err(SweepError::Run {
                 point: point.index,

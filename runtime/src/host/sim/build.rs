@@ -97,8 +97,9 @@ impl Host {
             next_arrival: SessionId(0),
             now: 0.0,
             done: 0,
-            // Replaced when the run starts, by RunOptions::exact_percentiles.
-            samples: Samples::new(false, 0, 0),
+            // Replaced when the run starts, as RunOptions::exact_percentiles says;
+            // empty lists cost nothing meanwhile.
+            samples: Samples::exact(0, 0),
             output_tokens: 0,
             computed_tokens: 0,
             victims: Vec::new(),
@@ -117,7 +118,7 @@ impl Host {
     /// so that a warm replay does not reallocate.
     pub(super) fn samples(&self, exact: bool) -> Samples {
         if !exact {
-            return Samples::new(false, 0, 0);
+            return Samples::sketch();
         }
         let sessions = self.shared.sess.len();
         let gaps: u64 = self
@@ -126,7 +127,7 @@ impl Host {
             .iter()
             .map(|s| s.output.saturating_sub(1))
             .sum();
-        Samples::new(true, sessions, usize::try_from(gaps).unwrap_or(0))
+        Samples::exact(sessions, usize::try_from(gaps).unwrap_or(0))
     }
 }
 
