@@ -1,10 +1,12 @@
 //! Making room (R10): Evict moments, one block each, until new blocks fit beside the
 //! cache — choose the entry (`lru`: the oldest; `by`: the compiled scan over entry
-//! rows), decide the spill (R12), remove the entry's tail block, log and notify. It
+//! rows, once per entry when its keys cannot change within the call), decide the
+//! spill (R12), remove the entry's tail block, log and notify. It
 //! never decides a fit (callers judged it before, so the cache always suffices) and
 //! never takes a held block.
 
-use crate::config::EvictPolicy;
+use crate::cache::EntrySlot;
+use crate::config::{EvictPolicy, Input};
 use crate::env::Env;
 use crate::event::{Event, Notice};
 use crate::types::Units;
@@ -19,13 +21,34 @@ impl Pool {
         let Some(cap) = self.cap_blocks else {
             return;
         };
+        // R10 chooses the least entry at every Evict moment. Between the moments of
+        // one call only the chosen entry changes (its tail leaves) and nothing else
+        // the keys could read does (`now`, attributes, `last` stay; no entry is
+        // added), so when the keys read neither `size` nor `waiting` the least entry
+        // stays the least, first in release order among equals, until it is gone:
+        // choosing once per entry gives the same sequence at a scan per entry
+        // instead of per block (docs/PERFORMANCE.md, issue #16).
+        let stable = match &self.evict {
+            EvictPolicy::By { layout, .. } => !layout
+                .row
+                .iter()
+                .any(|i| matches!(i, Input::Size | Input::Waiting)),
+            EvictPolicy::Lru => false,
+        };
+        let mut chosen = None;
         while self.store.allocated() + self.store.cached() + new > cap {
-            self.evict_one(env);
+            chosen = self.evict_one(env, chosen).filter(|_| stable);
         }
     }
 
-    /// One Evict moment: choose the least entry and remove its tail block.
-    fn evict_one<E: Env + ?Sized>(&mut self, env: &E) {
+    /// One Evict moment: choose the least entry (or take `chosen`, the least of the
+    /// previous moment of this call) and remove its tail block. Returns the entry
+    /// when it still has blocks.
+    fn evict_one<E: Env + ?Sized>(
+        &mut self,
+        env: &E,
+        chosen: Option<EntrySlot>,
+    ) -> Option<EntrySlot> {
         let rows = EntryRows {
             store: &self.store,
             queue: &self.queue,
@@ -34,9 +57,12 @@ impl Pool {
             now: self.now,
             env,
         };
-        let slot = match &self.evict {
-            EvictPolicy::Lru => self.store.oldest_entry(),
-            EvictPolicy::By { keys, layout } => rows.select(&mut self.scratch, keys, layout),
+        let slot = match (&self.evict, chosen) {
+            (_, Some(slot)) => Some(slot),
+            (EvictPolicy::Lru, None) => self.store.oldest_entry(),
+            (EvictPolicy::By { keys, layout }, None) => {
+                rows.select(&mut self.scratch, keys, layout)
+            }
         }
         .expect("a fit was judged with room the cache cannot give");
         let (entry, session, last) = {
@@ -50,6 +76,7 @@ impl Pool {
             .as_ref()
             .and_then(|sp| rows.spill_work(&mut self.scratch, sp, slot));
         let (key, gone) = self.store.evict_tail(slot);
+        let left = gone.is_none().then_some(slot);
         if let Some(gone) = gone {
             self.snaps.release(gone.snap, gone.session);
         }
@@ -79,5 +106,6 @@ impl Pool {
                 link,
             });
         }
+        left
     }
 }
