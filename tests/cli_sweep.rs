@@ -65,6 +65,19 @@ fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     (header, rows)
 }
 
+/// `poolc sweep GRID --out OUT [more…]`, which must succeed, and its results.csv.
+fn sweep_csv(grid: &Path, out: &Path, more: &[&str]) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut args = vec![grid.to_str().unwrap(), "--out", out.to_str().unwrap()];
+    args.extend_from_slice(more);
+    ok(&sweep(&args));
+    read_csv(&out.join("results.csv"))
+}
+
+/// The index of column `name` in a results.csv header.
+fn column(header: &[String], name: &str) -> usize {
+    header.iter().position(|h| h == name).unwrap()
+}
+
 /// The JSON text of `metric` in a `poolc run --json` report (`ttft_p99` is
 /// `ttft.p99`), as printed.
 fn run_metric(report: &str, metric: &str) -> String {
@@ -116,14 +129,7 @@ fn every_row_equals_poolc_run_json_of_its_point_run_alone() {
     )
     .unwrap();
     let out = dir.join("out");
-    ok(&sweep(&[
-        grid.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--jobs",
-        "2",
-    ]));
-    let (header, rows) = read_csv(&out.join("results.csv"));
+    let (header, rows) = sweep_csv(&grid, &out, &["--jobs", "2"]);
     let mut want_header = vec![
         "point",
         "spec",
@@ -201,12 +207,7 @@ fn the_capacity_search_finds_the_scale_a_brute_force_scan_finds() {
     )
     .unwrap();
     let out = dir.join("out");
-    ok(&sweep(&[
-        grid.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]));
-    let (header, rows) = read_csv(&out.join("results.csv"));
+    let (header, rows) = sweep_csv(&grid, &out, &[]);
     assert_eq!(
         header,
         [
@@ -523,16 +524,10 @@ fn exact_percentiles_in_the_grid_gives_the_rows_of_poolc_run_exact() {
         ("sketch.toml", ""),
     ] {
         let out = dir.join(name).with_extension("out");
-        ok(&sweep(&[
-            write(name, extra).to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-        ]));
-        let (header, rows) = read_csv(&out.join("results.csv"));
-        let col = |m: &str| header.iter().position(|h| h == m).unwrap();
+        let (header, rows) = sweep_csv(&write(name, extra), &out, &[]);
         got.push((
-            rows[0][col("ttft_p50")].clone(),
-            rows[0][col("e2e_p99")].clone(),
+            rows[0][column(&header, "ttft_p50")].clone(),
+            rows[0][column(&header, "e2e_p99")].clone(),
         ));
     }
     for (k, flags) in [&["--exact"][..], &[][..]].iter().enumerate() {
@@ -612,14 +607,8 @@ fn a_capacity_search_counts_a_deadlocked_scale_as_failing_its_slos() {
          [[traces]]\nfile = \"w.jsonl\"\n[search]\nfrom = 1\nto = 4\ntolerance = 0.5\n",
     )
     .unwrap();
-    let out = dir.join("out");
-    ok(&sweep(&[
-        grid.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]));
-    let (header, rows) = read_csv(&out.join("results.csv"));
-    let col = |m: &str| header.iter().position(|h| h == m).unwrap();
+    let (header, rows) = sweep_csv(&grid, &dir.join("out"), &[]);
+    let col = |m: &str| column(&header, m);
     assert_eq!(rows[0][col("max_rate_scale")], "1.5");
     assert_eq!(rows[0][col("search_bound")], "inside");
     assert_eq!(rows[0][col("finished")], "2");

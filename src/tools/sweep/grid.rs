@@ -385,59 +385,49 @@ impl Cx<'_> {
         })
     }
 
+    /// `what` holds a value of another type than the grid needs there: an error at
+    /// it, and no value.
+    fn wrong_type<T>(
+        &mut self,
+        v: &Value<'_>,
+        what: &str,
+        must: &str,
+        other: &DeValue<'_>,
+        label: &str,
+    ) -> Option<T> {
+        self.error(
+            span(v.span()),
+            format!("{what} must be {must}, not a {}", other.type_str()),
+            label,
+        );
+        None
+    }
+
     fn table<'t, 'i>(&mut self, v: &'t Value<'i>, what: &str) -> Option<&'t DeTable<'i>> {
         match v.get_ref() {
             DeValue::Table(t) => Some(t),
-            other => {
-                self.error(
-                    span(v.span()),
-                    format!("{what} must be a table, not a {}", other.type_str()),
-                    "expected a table",
-                );
-                None
-            }
+            other => self.wrong_type(v, what, "a table", other, "expected a table"),
         }
     }
 
     fn array<'t, 'i>(&mut self, v: &'t Value<'i>, what: &str) -> Option<&'t [Value<'i>]> {
         match v.get_ref() {
             DeValue::Array(a) => Some(a),
-            other => {
-                self.error(
-                    span(v.span()),
-                    format!("{what} must be a list, not a {}", other.type_str()),
-                    "expected a list",
-                );
-                None
-            }
+            other => self.wrong_type(v, what, "a list", other, "expected a list"),
         }
     }
 
     fn string<'t>(&mut self, v: &'t Value<'_>, what: &str) -> Option<&'t str> {
         match v.get_ref() {
             DeValue::String(s) => Some(s),
-            other => {
-                self.error(
-                    span(v.span()),
-                    format!("{what} must be a string, not a {}", other.type_str()),
-                    "expected a string",
-                );
-                None
-            }
+            other => self.wrong_type(v, what, "a string", other, "expected a string"),
         }
     }
 
     fn boolean(&mut self, v: &Value<'_>, what: &str) -> Option<bool> {
         match v.get_ref() {
             DeValue::Boolean(b) => Some(*b),
-            other => {
-                self.error(
-                    span(v.span()),
-                    format!("{what} must be true or false, not a {}", other.type_str()),
-                    "expected a boolean",
-                );
-                None
-            }
+            other => self.wrong_type(v, what, "true or false", other, "expected a boolean"),
         }
     }
 
@@ -451,14 +441,7 @@ impl Cx<'_> {
                 })
             }
             DeValue::Float(f) => f.as_str().replace('_', "").parse::<f64>().ok(),
-            other => {
-                self.error(
-                    span(v.span()),
-                    format!("{what} must be a number, not a {}", other.type_str()),
-                    "expected a number",
-                );
-                return None;
-            }
+            other => return self.wrong_type(v, what, "a number", other, "expected a number"),
         };
         if n.is_none() {
             self.error(
