@@ -66,14 +66,38 @@ pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 /// (docs/PERFORMANCE.md, issue #16). Lookups only, like every table here.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RunLocal {
-    per_block: u64,
+    per_block: PerBlock,
+}
+
+/// Offset → block number: a shift for the usual power-of-two block sizes (a
+/// division per hashed key would cost more than the probe it spares), else a
+/// division.
+#[derive(Clone, Copy, Debug)]
+enum PerBlock {
+    Shift(u32),
+    Div(u64),
+}
+
+impl PerBlock {
+    #[inline]
+    fn of(self, offset: u64) -> u64 {
+        match self {
+            PerBlock::Shift(s) => offset >> s,
+            PerBlock::Div(d) => offset / d,
+        }
+    }
 }
 
 impl RunLocal {
     /// For a pool of `block` units a block (at least 1).
     pub(crate) fn new(block: u64) -> RunLocal {
+        let block = block.max(1);
         RunLocal {
-            per_block: block.max(1),
+            per_block: if block.is_power_of_two() {
+                PerBlock::Shift(block.trailing_zeros())
+            } else {
+                PerBlock::Div(block)
+            },
         }
     }
 }
@@ -96,7 +120,7 @@ impl std::hash::BuildHasher for RunLocal {
 /// [`FxHasher`] mixes it, so the hasher stays correct (only less local) for other keys.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RunLocalHasher {
-    per_block: u64,
+    per_block: PerBlock,
     hash: u64,
     words: u8,
 }
@@ -121,7 +145,7 @@ impl Hasher for RunLocalHasher {
                 self.hash = m ^ (m >> 32);
             }
             1 => {
-                let k = n / self.per_block;
+                let k = self.per_block.of(n);
                 self.hash = self.hash.wrapping_add(k).wrapping_add(k << 57);
             }
             _ => {
@@ -165,6 +189,15 @@ mod tests {
             // Tag: hashbrown's top seven bits differ between neighbours.
             assert_ne!(x >> 57, h(7, 15 + 16 * (k - 1)) >> 57, "block {k}");
         }
+        // A block size that is not a power of two numbers blocks the same way.
+        let b3 = RunLocal::new(3);
+        let h3 = |offset| {
+            b3.hash_one(BlockKey {
+                run: RunId(7),
+                offset,
+            })
+        };
+        assert_eq!(h3(2 + 3 * 5).wrapping_sub(h3(2)) & 0xffff, 5);
         // Another run starts somewhere else, also one whose id differs only in its
         // high bits.
         assert_ne!(h(8, 15) & 0xffff, first & 0xffff);

@@ -737,6 +737,24 @@ fn r10_keyed_eviction_takes_least_key_then_release_order() {
 }
 
 #[test]
+fn r10_keys_that_read_size_are_evaluated_again_at_every_moment_of_one_eviction() {
+    // evict by (-size): the largest entry first, release order among equals. e0 and e1 hold 3 blocks each; making room for 2 takes
+    // e0's tail (a tie, e0 is older), then e1's (now the larger). An engine that
+    // kept its first choice for the whole call would take e0's tail twice; it may
+    // only do that for keys reading neither `size` nor `waiting` (pool/evict.rs).
+    let mut w = World::with(PoolConfig {
+        evict: evict_largest(),
+        ..capped(6)
+    });
+    for id in 1..=2 {
+        w.cache(id, hdr(3, &[(id, 3)]));
+    }
+    w.events();
+    w.enqueue(3, hdr(2, &[(3, 2)]));
+    assert_eq!(w.evicted_keys(), vec![(0, key(1, 2)), (1, key(2, 2))]);
+}
+
+#[test]
 fn r10_all_equal_keys_fall_back_to_release_order() {
     // evict by (NaN): every key equal (E5), so the oldest entry goes first.
     let mut w = World::with(PoolConfig {

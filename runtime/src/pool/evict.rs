@@ -14,6 +14,19 @@ use crate::types::Units;
 use super::Pool;
 use super::entry_rows::EntryRows;
 
+/// Whether `evict`'s choice lasts across the Evict moments of one call: `by` keys
+/// that read neither `size` nor `waiting` (`lru` needs no keeping: its choice is the
+/// oldest entry, at no cost).
+pub(super) fn keeps_its_choice(evict: &EvictPolicy) -> bool {
+    match evict {
+        EvictPolicy::By { layout, .. } => !layout
+            .row
+            .iter()
+            .any(|i| matches!(i, Input::Size | Input::Waiting)),
+        EvictPolicy::Lru => false,
+    }
+}
+
 impl Pool {
     /// Evicts one block per Evict moment until `new` more blocks fit beside the cache
     /// (R10). The fit was judged before, so the cache always suffices.
@@ -28,13 +41,7 @@ impl Pool {
         // stays the least, first in release order among equals, until it is gone:
         // choosing once per entry gives the same sequence at a scan per entry
         // instead of per block (docs/PERFORMANCE.md, issue #16).
-        let stable = match &self.evict {
-            EvictPolicy::By { layout, .. } => !layout
-                .row
-                .iter()
-                .any(|i| matches!(i, Input::Size | Input::Waiting)),
-            EvictPolicy::Lru => false,
-        };
+        let stable = self.evict_stable;
         let mut chosen = None;
         while self.store.allocated() + self.store.cached() + new > cap {
             chosen = self.evict_one(env, chosen).filter(|_| stable);

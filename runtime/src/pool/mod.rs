@@ -168,6 +168,9 @@ pub struct Pool {
     cap_blocks: Option<u64>,
     block: u64,
     evict: EvictPolicy,
+    /// The `evict by` keys read neither `size` nor `waiting`, so one call's Evict
+    /// moments may keep their first choice while it lasts (evict.rs).
+    evict_stable: bool,
     preempt: Preempt,
     requeue: Requeue,
     queue_policy: QueuePolicy,
@@ -226,6 +229,7 @@ impl Pool {
             },
             block,
             snaps: Snapshots::new(&entry_layouts),
+            evict_stable: evict::keeps_its_choice(&config.evict),
             evict: config.evict,
             preempt: config.preempt,
             requeue: config.requeue,

@@ -232,6 +232,7 @@ key_list!(e_waiting_size, row = 2, ctx = 0, [row0, neg_row1]);
 key_list!(e_most_waited, row = 2, ctx = 0, [neg_row0, row1]);
 key_list!(e_mru, row = 1, ctx = 1, [since_row0]);
 key_list!(e_all_nan, row = 0, ctx = 0, [nan_key]);
+key_list!(e_largest, row = 1, ctx = 0, [neg_row0]);
 // Preempt key lists (R18).
 key_list!(p_priority_admitted, row = 2, ctx = 0, [neg_row0, neg_row1]);
 key_list!(p_largest, row = 2, ctx = 0, [neg_row0, row1]);
@@ -396,6 +397,17 @@ pub fn evict_mru() -> EvictPolicy {
         layout: Layout {
             row: vec![Input::Last],
             ctx: vec![Input::Now, Input::SpillUnits],
+        },
+    }
+}
+
+/// `evict by (-size)`: the largest entry first, so a choice lasts one block.
+pub fn evict_largest() -> EvictPolicy {
+    EvictPolicy::By {
+        keys: e_largest(),
+        layout: Layout {
+            row: vec![Input::Size],
+            ctx: vec![],
         },
     }
 }
