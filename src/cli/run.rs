@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use poolc::tools::chart::Curves;
 use poolc::tools::run::{
-    DEFAULT_SPEC, RunError, Source, Watch, bundled, replay_until, report_json, title,
+    DEFAULT_SPEC, RunError, Source, Watch, bundled, replay_sessions_until, report_json, title,
 };
 use poolrt::host::{HostError, Observer};
-use poolrt::trace::{Format, Workload};
+use poolrt::trace::{Format, SessionSource, Workload};
 
 use super::chart::ChartArgs;
 use super::{INTERRUPTED, SetArgs, fail, print_out, report, sigint_flag};
@@ -91,6 +91,14 @@ impl WorkloadArgs {
         Ok(w)
     }
 
+    /// The sessions, read or generated one at a time where possible
+    /// ([`Source::sessions`]), at the asked arrival rate.
+    pub(super) fn sessions(&self) -> Result<Box<dyn SessionSource>, String> {
+        self.source()
+            .sessions(self.rate_scale)
+            .map_err(|e| e.to_string())
+    }
+
     fn source(&self) -> Source {
         match (&self.trace, self.synthetic) {
             (_, Some(n)) => Source::Synthetic { n, seed: self.seed },
@@ -152,10 +160,11 @@ pub fn run(args: RunArgs) -> ExitCode {
         Ok(c) => c,
         Err(e) => return fail(&e),
     };
-    let workload = match args.workload.load() {
+    let sessions = match args.workload.sessions() {
         Ok(w) => w,
         Err(e) => return fail(&e),
     };
+    let source = sessions.source().to_string();
 
     let mut log_file = match &args.log {
         None => None,
@@ -167,9 +176,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     let mut series = args.chart.series();
     let bar = Progress::new();
     let mut progress = |done: u64, total: u64| bar.update(done, total);
-    let result = replay_until(
+    let result = replay_sessions_until(
         &compiled,
-        &workload,
+        sessions,
         Watch {
             log: log_file.as_mut().map(|w| w as &mut dyn Write),
             observer: series.as_mut().map(|s| s as &mut dyn Observer),
@@ -195,7 +204,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     if let Some(series) = series {
         let name = spec_path.display().to_string();
         let heading = title.clone().unwrap_or_else(|| name.clone());
-        let subtitle = format!("spec: {name} · workload: {}", workload.source);
+        let subtitle = format!("spec: {name} · workload: {source}");
         let curves = [Curves::of(stem(&spec_path), series, report.sim_seconds)];
         if let Err(e) = args
             .chart

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use poolrt::host::{Host, HostError, Observer, Report, RunOptions};
-use poolrt::trace::{self, Format, TraceError, Workload};
+use poolrt::trace::{self, Format, SessionSource, Sessions, SyntheticParams, TraceError, Workload};
 
 use crate::Compiled;
 use crate::bridge::BridgeError;
@@ -55,6 +55,27 @@ impl Source {
                 Ok(trace::synthetic(*n, *seed))
             }
             Source::Default => trace::read_path(&bundled(DEFAULT_TRACE), None),
+        }
+    }
+
+    /// The sessions at `rate_scale` times the arrival rate, read one at a time where
+    /// that is possible: synthetic sessions are generated as the replay reaches them
+    /// (so memory stays flat in their number, docs/HOST.md "Memory"); a trace file
+    /// is read whole first.
+    pub fn sessions(&self, rate_scale: f64) -> Result<Box<dyn SessionSource>, TraceError> {
+        match self {
+            Source::Synthetic { n, seed } => {
+                trace::session_limit(*n).map_err(|m| TraceError::new("--synthetic", 0, m))?;
+                let g = trace::Generator::new(*n, *seed, SyntheticParams::default());
+                Ok(Box::new(g.rate_scale(rate_scale)))
+            }
+            _ => {
+                let mut w = self.workload()?;
+                if rate_scale != 1.0 {
+                    w.scale_rate(rate_scale);
+                }
+                Ok(Box::new(Sessions::new(w)))
+            }
         }
     }
 }
@@ -116,16 +137,38 @@ pub fn replay_until<'a>(
     replay_with_stop(compiled, workload, watch, Some(stop))
 }
 
+/// [`replay_until`] over sessions read one at a time (`Host::streaming`): what
+/// `poolc run` replays, so that a long synthetic workload is never held whole.
+pub fn replay_sessions_until<'a>(
+    compiled: &Compiled,
+    sessions: Box<dyn SessionSource + 'a>,
+    watch: Watch<'a>,
+    stop: &'a AtomicBool,
+) -> Result<Report, RunError> {
+    let host = Host::streaming(host_config(compiled)?, sessions).map_err(RunError::Host)?;
+    run_host(host, watch, Some(stop))
+}
+
+fn host_config(compiled: &Compiled) -> Result<poolrt::host::HostConfig, RunError> {
+    crate::bridge::host_config(compiled.program(), compiled.pools(), compiled.stages())
+        .map_err(RunError::Bridge)
+}
+
 fn replay_with_stop<'a>(
     compiled: &Compiled,
     workload: &Workload,
     watch: Watch<'a>,
     stop: Option<&'a AtomicBool>,
 ) -> Result<Report, RunError> {
-    let config =
-        crate::bridge::host_config(compiled.program(), compiled.pools(), compiled.stages())
-            .map_err(RunError::Bridge)?;
-    let host = Host::new(config, workload).map_err(RunError::Host)?;
+    let host = Host::new(host_config(compiled)?, workload).map_err(RunError::Host)?;
+    run_host(host, watch, stop)
+}
+
+fn run_host<'a>(
+    host: Host<'_>,
+    watch: Watch<'a>,
+    stop: Option<&'a AtomicBool>,
+) -> Result<Report, RunError> {
     host.run(RunOptions {
         log: watch.log,
         observer: watch.observer,

@@ -10,6 +10,7 @@ use std::io;
 use crate::config::{PoolConfig, StageRef};
 use crate::error::Error;
 use crate::policy::StagePolicy;
+use crate::trace::TraceError;
 use crate::types::Limit;
 
 /// One session attribute, in slot order: `Attr(i)` in every layout reads attribute
@@ -136,6 +137,9 @@ pub struct HostConfig {
 pub enum HostError {
     /// The configuration is inconsistent (a converter bug or an unsupported spec).
     Config(String),
+    /// A session source read one at a time (`Host::streaming`) failed: its file and
+    /// line.
+    Trace(TraceError),
     /// D3: a declared attribute without a default that a session does not supply.
     MissingAttr {
         attr: String,
@@ -190,6 +194,7 @@ impl fmt::Display for HostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HostError::Config(m) => write!(f, "{m}"),
+            HostError::Trace(e) => write!(f, "{e}"),
             HostError::MissingAttr {
                 attr,
                 session,

@@ -61,6 +61,13 @@ impl Pool {
         self.waiting.contains_key(&session)
     }
 
+    /// Whether its entry keys read session attributes (so it snapshots them, S3). A
+    /// tier that does needs its host to answer `Env::attrs` for an ended session
+    /// whose blocks may still be spilled into it (`accept_spill`).
+    pub fn snapshots_attrs(&self) -> bool {
+        self.snaps.on()
+    }
+
     /// Whether `queue by` keys are kept in the ordered index (they read only fixed
     /// inputs) rather than evaluated by the compiled scan at every attempt.
     pub fn queue_is_indexed(&self) -> bool {

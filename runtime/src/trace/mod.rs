@@ -19,7 +19,7 @@ pub mod jsonl;
 pub mod mooncake;
 pub mod synthetic;
 
-pub use synthetic::{SyntheticParams, synthetic, synthetic_with};
+pub use synthetic::{Generator, SyntheticParams, synthetic, synthetic_with};
 
 /// Longest line a trace may have, in bytes without its newline (docs/RELIABILITY.md,
 /// "Limits"): a line of our JSONL with a few thousand runs fits many times over, and
@@ -152,6 +152,54 @@ impl Workload {
     /// Sum of prompt tokens.
     pub fn prompt_tokens(&self) -> u64 {
         self.sessions.iter().map(|s| s.prompt).sum()
+    }
+}
+
+/// Sessions handed to a host one at a time, in arrival order, so that a replay needs
+/// only the sessions alive at each moment (issue #16, docs/HOST.md "Memory"). A
+/// [`Workload`] is one ([`Sessions`]); the synthetic generator is another
+/// ([`synthetic::Generator`]), which never holds the whole workload.
+pub trait SessionSource {
+    /// Where the sessions come from, for messages and the report.
+    fn source(&self) -> &str;
+    /// Names of the extra numeric fields, fixed before the first session.
+    fn fields(&self) -> &[String];
+    /// How many sessions there will be, when known in advance (the progress bar's
+    /// total).
+    fn len_hint(&self) -> Option<u64>;
+    /// The next session, `None` after the last. The borrow lasts until the next call.
+    fn next_session(&mut self) -> Result<Option<&SessionSpec>, TraceError>;
+}
+
+/// A whole [`Workload`] as a [`SessionSource`], borrowed or owned.
+pub struct Sessions<W> {
+    workload: W,
+    next: usize,
+}
+
+impl<W: std::borrow::Borrow<Workload>> Sessions<W> {
+    pub fn new(workload: W) -> Sessions<W> {
+        Sessions { workload, next: 0 }
+    }
+}
+
+impl<W: std::borrow::Borrow<Workload>> SessionSource for Sessions<W> {
+    fn source(&self) -> &str {
+        &self.workload.borrow().source
+    }
+
+    fn fields(&self) -> &[String] {
+        &self.workload.borrow().fields
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        Some(self.workload.borrow().sessions.len() as u64)
+    }
+
+    fn next_session(&mut self) -> Result<Option<&SessionSpec>, TraceError> {
+        let s = self.workload.borrow().sessions.get(self.next);
+        self.next += usize::from(s.is_some());
+        Ok(s)
     }
 }
 

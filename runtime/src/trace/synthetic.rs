@@ -6,7 +6,9 @@
 //! workload on every run and platform, but for the one `ln` of each exponential gap
 //! (the platform's libm). It must not read the clock or any outside entropy.
 
-use super::{SessionSpec, Workload};
+use std::collections::VecDeque;
+
+use super::{SessionSource, SessionSpec, TraceError, Workload};
 use crate::types::{Run, RunId, Units};
 
 /// SplitMix64 (Steele, Lea, Flood 2014; the seeding generator of `java.util.
@@ -87,37 +89,112 @@ pub fn synthetic(n: usize, seed: u64) -> Workload {
     synthetic_with(n, seed, &SyntheticParams::default())
 }
 
-/// `n` sessions from `seed` with the given knobs. Run ids: system prompt `k` is run
-/// `k + 1`; session `i`'s tail is run `roots + 1 + i` (so runs stay prefix-chained).
+/// `n` sessions from `seed` with the given knobs: [`Generator`]'s sessions, collected.
 pub fn synthetic_with(n: usize, seed: u64, p: &SyntheticParams) -> Workload {
-    let mut rng = SplitMix64::new(seed);
-    let mut sessions: Vec<SessionSpec> = Vec::with_capacity(n);
-    let mut roots = Vec::with_capacity(p.roots as usize);
-    for _ in 0..p.roots {
-        roots.push(rng.range(p.root_len.0, p.root_len.1));
+    let mut g = Generator::new(n, seed, p.clone());
+    let mut sessions = Vec::with_capacity(n);
+    while let Ok(Some(s)) = g.next_session() {
+        sessions.push(s.clone());
     }
-    let rate = if p.rate > 0.0 { p.rate } else { 1.0 };
-    let mut t = 0.0f64;
-    for i in 0..n {
+    Workload {
+        source: g.source,
+        fields: Vec::new(),
+        sessions,
+    }
+}
+
+/// The synthetic workload made one session at a time: it keeps only the latest
+/// `recent` sessions (the ones a follow-up may continue), so a replay of millions of
+/// sessions holds a few dozen. Run ids: system prompt `k` is run `k + 1`; session
+/// `i`'s tail is run `roots + 1 + i` (so runs stay prefix-chained).
+pub struct Generator {
+    source: String,
+    params: SyntheticParams,
+    rng: SplitMix64,
+    roots: Vec<u64>,
+    rate: f64,
+    /// Arrival times are divided by it (`Workload::scale_rate`).
+    scale: f64,
+    t: f64,
+    next: usize,
+    n: usize,
+    /// The latest sessions, oldest first; the last one is the session handed out.
+    recent: VecDeque<SessionSpec>,
+}
+
+impl Generator {
+    pub fn new(n: usize, seed: u64, params: SyntheticParams) -> Generator {
+        let mut rng = SplitMix64::new(seed);
+        let roots = (0..params.roots)
+            .map(|_| rng.range(params.root_len.0, params.root_len.1))
+            .collect();
+        Generator {
+            source: format!("synthetic({n}, seed {seed})"),
+            rate: if params.rate > 0.0 { params.rate } else { 1.0 },
+            recent: VecDeque::with_capacity(params.recent + 1),
+            params,
+            rng,
+            roots,
+            scale: 1.0,
+            t: 0.0,
+            next: 0,
+            n,
+        }
+    }
+
+    /// The same sessions with every arrival time divided by `factor`, as
+    /// `Workload::scale_rate` does.
+    pub fn rate_scale(mut self, factor: f64) -> Generator {
+        self.scale = factor;
+        self
+    }
+}
+
+impl SessionSource for Generator {
+    fn source(&self) -> &str {
+        &self.source
+    }
+
+    fn fields(&self) -> &[String] {
+        &[]
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        Some(self.n as u64)
+    }
+
+    fn next_session(&mut self) -> Result<Option<&SessionSpec>, TraceError> {
+        if self.next == self.n {
+            return Ok(None);
+        }
+        let (p, rng, i) = (&self.params, &mut self.rng, self.next);
+        // The oldest session a follow-up can no longer continue gives its buffer to
+        // the new one.
+        let mut runs = Vec::new();
+        while self.recent.len() > p.recent {
+            if let Some(old) = self.recent.pop_front() {
+                runs = old.runs;
+            }
+        }
+        runs.clear();
         if i > 0 {
             // Exponential gap; `1 − u` is in (0, 1], so the log is finite.
-            t += -(1.0 - rng.unit()).ln() / rate;
+            self.t += -(1.0 - rng.unit()).ln() / self.rate;
         }
         let tail = rng.range(p.tail_len.0, p.tail_len.1);
-        let mut runs: Vec<Run> = Vec::new();
-        let recent = sessions.len().min(p.recent);
+        let recent = self.recent.len();
         if recent > 0 && rng.unit() < p.followup {
             let back = rng.range(0, recent as u64 - 1) as usize;
-            if let Some(parent) = sessions.iter().rev().nth(back)
+            if let Some(parent) = self.recent.iter().rev().nth(back)
                 && parent.prompt + tail <= p.max_prompt
             {
                 runs.extend_from_slice(&parent.runs);
             }
         }
-        if runs.is_empty() && !roots.is_empty() && rng.unit() < p.root_share {
+        if runs.is_empty() && !self.roots.is_empty() && rng.unit() < p.root_share {
             let u = rng.unit();
-            let k = ((roots.len() as f64 * u * u) as usize).min(roots.len() - 1);
-            if let Some(&len) = roots.get(k) {
+            let k = ((self.roots.len() as f64 * u * u) as usize).min(self.roots.len() - 1);
+            if let Some(&len) = self.roots.get(k) {
                 runs.push(Run {
                     id: RunId(k as u64 + 1),
                     len: Units(len),
@@ -129,20 +206,23 @@ pub fn synthetic_with(n: usize, seed: u64, p: &SyntheticParams) -> Workload {
             len: Units(tail),
         });
         let prompt = runs.iter().map(|r| r.len.0).sum();
-        sessions.push(SessionSpec {
-            arrival: t,
+        let output = rng.range(p.output_len.0, p.output_len.1);
+        let arrival = if self.scale == 1.0 {
+            self.t
+        } else {
+            self.t / self.scale
+        };
+        self.recent.push_back(SessionSpec {
+            arrival,
             prompt,
-            output: rng.range(p.output_len.0, p.output_len.1),
+            output,
             runs,
             extra: Vec::new(),
             name: None,
             line: 0,
         });
-    }
-    Workload {
-        source: format!("synthetic({n}, seed {seed})"),
-        fields: Vec::new(),
-        sessions,
+        self.next += 1;
+        Ok(self.recent.back())
     }
 }
 

@@ -8,7 +8,7 @@ use std::collections::BinaryHeap;
 
 use crate::config::PoolRef;
 use crate::pool::Pool;
-use crate::trace::Workload;
+use crate::trace::{SessionSource, Sessions, Workload};
 use crate::types::{Limit, SessionId};
 
 use super::super::config::{
@@ -18,9 +18,9 @@ use super::super::config::{
 use super::super::report::Samples;
 use super::links::LinkMember;
 use super::progress::Guard;
-use super::session::{PoolQ, Shared, StageIdx, StageQ};
+use super::session::{PoolQ, Shared, StageIdx, StageQ, attr_sources, bind};
 use super::step::StepMember;
-use super::table::Table;
+use super::table::{Table, Window};
 use super::{Host, LinkIx, PoolInfo, PoolIx, StepIx};
 
 pub(super) fn config_err(m: impl Into<String>) -> HostError {
@@ -49,11 +49,46 @@ struct Pools {
     joins: Vec<Joins>,
 }
 
-impl Host {
-    /// Builds the host: stages and pools by member, their joins resolved and
-    /// checked, the entry pools, sessions bound to their attributes (D3). Nothing
-    /// runs yet.
-    pub fn new(config: HostConfig, workload: &Workload) -> Result<Host, HostError> {
+impl<'w> Host<'w> {
+    /// Builds the host for a whole workload: stages and pools by member, their joins
+    /// resolved and checked, the entry pools, and every session checked and bound to
+    /// its attributes (D3), so that a bad session is refused before anything runs.
+    pub fn new(config: HostConfig, workload: &'w Workload) -> Result<Host<'w>, HostError> {
+        let sources = attr_sources(&config.attrs, &workload.fields);
+        let mut scratch = Vec::with_capacity(config.attrs.len());
+        let mut previous = 0.0;
+        for (i, s) in workload.sessions.iter().enumerate() {
+            scratch.clear();
+            let source = workload.source.as_str();
+            bind(
+                &config.attrs,
+                &sources,
+                source,
+                i as u64,
+                s,
+                previous,
+                &mut scratch,
+            )?;
+            previous = s.arrival;
+        }
+        let gaps: u64 = workload
+            .sessions
+            .iter()
+            .map(|s| s.output.saturating_sub(1))
+            .sum();
+        let mut host = Host::streaming(config, Box::new(Sessions::new(workload)))?;
+        host.exact_reserve = (workload.sessions.len(), usize::try_from(gaps).unwrap_or(0));
+        Ok(host)
+    }
+
+    /// Builds the host for sessions read one at a time from `src` as the replay
+    /// reaches their arrival (docs/HOST.md, "Memory"): only the sessions alive at
+    /// each moment are kept. A bad session is found when it is read, and fails the
+    /// run then. Nothing runs yet.
+    pub fn streaming(
+        config: HostConfig,
+        src: Box<dyn SessionSource + 'w>,
+    ) -> Result<Host<'w>, HostError> {
         let Stages {
             mut steps,
             links,
@@ -65,10 +100,12 @@ impl Host {
             flat: pool_flat,
             joins,
         } = build_pools(config.pools)?;
-        let shared = Shared {
-            sess: Table::new(),
+        let mut shared = Shared {
+            sess: Window::new(),
             attrs: Vec::new(),
+            attrs_first: 0,
             n_attrs: config.attrs.len(),
+            keep_attrs: false,
             pool_q: Table::filled(pools.len(), PoolQ::default()),
             stage_q: Table::filled(
                 steps.len(),
@@ -83,14 +120,25 @@ impl Host {
         };
         resolve_joins(joins, &shared, &mut info, &mut steps)?;
         let entries = entry_pools(&info)?;
+        shared.keep_attrs = pools
+            .keys()
+            .any(|p| info[p].is_tier && pools[p].snapshots_attrs());
         let mut host = Host {
-            source: workload.source.clone(),
+            src_name: src.source().to_string(),
+            attr_sources: attr_sources(&config.attrs, src.fields()),
+            attr_specs: config.attrs,
+            src,
+            previous_arrival: 0.0,
+            next_runs: Vec::new(),
+            live_from: SessionId(0),
+            finished: 0,
+            rejected: 0,
+            exact_reserve: (0, 0),
             pools,
             info,
             steps,
             links,
             shared,
-            runs: Vec::new(),
             entries,
             events: BinaryHeap::new(),
             seq: 0,
@@ -106,28 +154,23 @@ impl Host {
             // Set with its bound when the run starts (it may come from RunOptions).
             guard: Guard::new(0),
         };
-        host.bind(&config.attrs, workload)?;
         for p in host.pools.keys() {
             host.refresh(p);
         }
         Ok(host)
     }
+}
 
+impl Host<'_> {
     /// The report's latency accumulators: bounded sketches, or exact lists reserved
-    /// to their known bounds (one TTFT and E2E per session, one ITL per later token)
-    /// so that a warm replay does not reallocate.
+    /// to their bounds when the whole workload is known (one TTFT and E2E per
+    /// session, one ITL per later token) so that a warm replay does not reallocate.
     pub(super) fn samples(&self, exact: bool) -> Samples {
         if !exact {
             return Samples::sketch();
         }
-        let sessions = self.shared.sess.len();
-        let gaps: u64 = self
-            .shared
-            .sess
-            .iter()
-            .map(|s| s.output.saturating_sub(1))
-            .sum();
-        Samples::exact(sessions, usize::try_from(gaps).unwrap_or(0))
+        let (sessions, gaps) = self.exact_reserve;
+        Samples::exact(sessions, gaps)
     }
 }
 

@@ -60,7 +60,7 @@ impl LinkMember {
     }
 }
 
-impl Host {
+impl Host<'_> {
     // ----- links and tiers (R17, R12) ---------------------------------------------------
 
     /// An evicted block to write to pool `p`'s tier, unless the tier holds it already.
@@ -159,11 +159,16 @@ impl Host {
                 gen_,
                 units,
             } => {
-                let x = &mut self.shared.sess[session];
-                if !(x.loading && x.load_gen == gen_) {
-                    // Its session was preempted while loading: the load is void.
+                // Its session was preempted while loading (and may have finished
+                // since, and left the window): the load is void.
+                let Some(x) = self
+                    .shared
+                    .sess
+                    .get_mut(session)
+                    .filter(|x| x.loading && x.load_gen == gen_)
+                else {
                     return Ok(());
-                }
+                };
                 x.loading = false;
                 x.computed += units;
                 if x.computed > x.high {

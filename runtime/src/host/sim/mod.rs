@@ -35,17 +35,18 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 use crate::config::QueryKind;
 use crate::event::Notice;
 use crate::pool::Pool;
+use crate::trace::SessionSource;
 use crate::types::{Run, SessionId, Units};
 
 use super::RunOptions;
-use super::config::HostError;
+use super::config::{AttrSpec, HostError};
 use super::log::JsonLog;
 use super::observe::{HostEvent, Iteration, Latency, Observer, PoolEvent, PoolEventKind};
 use super::report::Samples;
 use super::report::{Occupancy, Report};
 use links::LinkMember;
 use progress::Guard;
-use session::{PoolQ, Shared};
+use session::{AttrSource, PoolQ, Shared};
 use step::StepMember;
 use table::{Ix, Table};
 
@@ -224,14 +225,27 @@ impl Io<'_> {
 }
 
 /// The reference host, built for one workload. See the module documentation.
-pub struct Host {
-    source: String,
+pub struct Host<'w> {
+    /// Where the sessions come from: read one at a time, at the previous one's
+    /// arrival, so that only the window of live sessions is kept.
+    src: Box<dyn SessionSource + 'w>,
+    src_name: String,
+    attr_specs: Vec<AttrSpec>,
+    attr_sources: Vec<AttrSource>,
+    previous_arrival: f64,
+    /// The prompt runs of the session at `next_arrival` (read, not yet arrived).
+    next_runs: Vec<Run>,
+    /// Every session older than this has ended (`trim`).
+    live_from: SessionId,
+    finished: u64,
+    rejected: u64,
+    /// What exact percentile lists reserve: (sessions, inter-token gaps), when known.
+    exact_reserve: (usize, usize),
     pools: Table<PoolIx, Pool>,
     info: Table<PoolIx, PoolInfo>,
     steps: Table<StepIx, StepMember>,
     links: Table<LinkIx, LinkMember>,
     shared: Shared,
-    runs: Vec<Run>,
     /// Pool members sessions are routed to, round-robin by serial.
     entries: Vec<PoolIx>,
     events: BinaryHeap<Ev>,
@@ -248,12 +262,7 @@ pub struct Host {
     guard: Guard,
 }
 
-impl Host {
-    /// Sessions in the workload.
-    pub fn sessions(&self) -> usize {
-        self.shared.sess.len()
-    }
-
+impl Host<'_> {
     /// Replays the whole workload and reports. Consumes the host: a replay is done
     /// once.
     pub fn run(mut self, options: RunOptions<'_>) -> Result<Report, HostError> {
@@ -272,6 +281,7 @@ impl Host {
         }
         self.guard = Guard::new(options.progress_bound.unwrap_or(self.progress_bound()));
         self.samples = self.samples(options.exact_percentiles);
+        self.pull()?;
         loop {
             if options
                 .stop
@@ -287,6 +297,7 @@ impl Host {
                     if e.is_none_or(|e| a < e.t || (a == e.t && e.class != Class::End)) =>
                 {
                     self.advance(a);
+                    self.trim();
                     while self
                         .shared
                         .sess
@@ -295,6 +306,7 @@ impl Host {
                     {
                         self.arrive(self.next_arrival, &mut io)?;
                         self.next_arrival = SessionId(self.next_arrival.0 + 1);
+                        self.pull()?;
                     }
                 }
                 _ => {
@@ -373,7 +385,7 @@ impl Host {
     fn done_one(&mut self, io: &mut Io<'_>) {
         self.done += 1;
         self.guard.progress(self.now);
-        let total = self.shared.sess.len() as u64;
+        let total = self.src.len_hint().unwrap_or(self.shared.sess.end());
         if let Some(f) = io.progress.as_mut() {
             f(self.done, total);
         }

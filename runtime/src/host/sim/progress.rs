@@ -122,19 +122,14 @@ impl Stalled {
     }
 }
 
-impl Host {
+impl Host<'_> {
     /// Called when the replay has run out of events: any session neither finished
     /// nor rejected then can never be (nothing is left to wake a member), which only
     /// a deadlock under `preempt none` produces. Reporting it as an error rather than
     /// as `unfinished` sessions keeps a deadlocked spec from looking good: its few
     /// finished sessions would give it fine latencies.
     pub(super) fn deadlocked(&self) -> Result<(), HostError> {
-        let unfinished = self
-            .shared
-            .sess
-            .iter()
-            .filter(|x| !matches!(x.state, State::Done | State::Rejected))
-            .count() as u64;
+        let unfinished = self.shared.sess.end() - self.finished - self.rejected;
         if unfinished == 0 {
             return Ok(());
         }
@@ -142,14 +137,10 @@ impl Host {
             .steps
             .iter()
             .flat_map(|st| st.residents.iter().copied());
-        let rest = (0..self.shared.sess.len() as u64)
-            .map(SessionId)
-            .filter(|s| {
-                !matches!(
-                    self.shared.sess[*s].state,
-                    State::Done | State::Rejected | State::Resident(_)
-                )
-            });
+        // Every session older than the window has ended.
+        let rest = self.shared.sess.iter().filter_map(|(s, x)| {
+            (!matches!(x.state, State::Done | State::Rejected | State::Resident(_))).then_some(s)
+        });
         let mut sessions = Vec::with_capacity(NAMED);
         for s in residents.chain(rest) {
             if sessions.len() == NAMED {

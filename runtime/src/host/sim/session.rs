@@ -6,13 +6,13 @@
 use crate::config::{PoolRef, Query, QueryKind, StageRef, Target};
 use crate::env::{Env, default_query};
 use crate::pool::Enqueued;
-use crate::trace::{HOST_RUN_IDS, Workload};
+use crate::trace::{HOST_RUN_IDS, SessionSpec};
 use crate::types::{Chain, Header, Run, RunId, SessionId, Units};
 
 use super::super::config::{AttrSpec, HostError};
 use super::super::observe::HostEvent;
 use super::build::config_err;
-use super::table::Table;
+use super::table::{Table, Window};
 use super::{Host, Io, LinkIx, PoolIx, StepIx};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,8 +30,6 @@ pub(super) struct Sess {
     pub(super) arrival: f64,
     pub(super) prompt: u64,
     pub(super) output: u64,
-    /// Its prompt runs in the host's run arena.
-    pub(super) runs: (usize, usize),
     /// The entry pool member it is routed to, round-robin by serial.
     pub(super) pool: PoolIx,
     pub(super) state: State,
@@ -81,11 +79,19 @@ pub(super) enum StageIdx {
 /// What the pools read through [`Env`]: attributes, residency and queries. Kept apart
 /// from the pools so that one can be borrowed mutably while this is read.
 pub(super) struct Shared {
-    pub(super) sess: Table<SessionId, Sess>,
-    /// Attribute values, `n_attrs` per session. They never change in this host, so
-    /// they are answered for ended sessions too (S3 then reads the same values).
+    /// The sessions from the oldest not yet ended on (and the next to arrive).
+    pub(super) sess: Window<Sess>,
+    /// Attribute values, `n_attrs` per session from session `attrs_first` on. They
+    /// never change in this host, so they are answered for ended sessions too while
+    /// kept (S3 then reads the same values): with the window's sessions, or for every
+    /// session when `keep_attrs`.
     pub(super) attrs: Vec<f64>,
+    pub(super) attrs_first: u64,
     pub(super) n_attrs: usize,
+    /// A tier orders entries by attributes: it may be handed a block of any ended
+    /// session (a spill), and must then have its values (`Pool::accept_spill`'s
+    /// host contract), so no session's attributes are dropped.
+    pub(super) keep_attrs: bool,
     pub(super) pool_q: Table<PoolIx, PoolQ>,
     pub(super) stage_q: Table<StepIx, StageQ>,
     pub(super) pool_flat: Vec<Vec<PoolIx>>,
@@ -113,7 +119,7 @@ impl Shared {
 
 impl Env for Shared {
     fn attrs(&self, session: SessionId) -> Option<&[f64]> {
-        let i = usize::try_from(session.0).ok()?;
+        let i = usize::try_from(session.0.checked_sub(self.attrs_first)?).ok()?;
         self.attrs.get(i * self.n_attrs..(i + 1) * self.n_attrs)
     }
 
@@ -165,88 +171,146 @@ pub(super) enum AttrSource {
     Field(Option<usize>, Option<f64>),
 }
 
-impl Host {
-    /// Sessions and their attribute values (D3).
-    pub(super) fn bind(&mut self, attrs: &[AttrSpec], w: &Workload) -> Result<(), HostError> {
-        let sources: Vec<AttrSource> = attrs
-            .iter()
-            .map(|a| match a.name.as_str() {
-                "serial" => AttrSource::Serial,
-                "arrival" => AttrSource::Arrival,
-                "prompt" => AttrSource::Prompt,
-                "output" => AttrSource::Output,
-                other => AttrSource::Field(w.fields.iter().position(|f| f == other), a.default),
-            })
-            .collect();
-        self.shared.sess.reserve(w.sessions.len());
-        self.shared.attrs.reserve(w.sessions.len() * attrs.len());
-        let mut previous = 0.0;
-        for (i, s) in w.sessions.iter().enumerate() {
-            // The readers check these; a workload built by hand may not have been.
-            let runs: u64 = s.runs.iter().map(|r| r.len.0).sum();
-            if s.prompt == 0
-                || s.output == 0
-                || (!s.runs.is_empty() && runs != s.prompt)
-                || !(s.arrival >= previous && s.arrival.is_finite())
-            {
-                return Err(config_err(format!(
-                    "session {i} of {}: prompt {} (runs {runs}), output {}, arrival {}: a \
-                     session needs a prompt and an output of at least 1, runs adding up to \
-                     the prompt, and a finite arrival not before the previous one",
-                    w.source, s.prompt, s.output, s.arrival
-                )));
-            }
-            previous = s.arrival;
-            for (a, src) in attrs.iter().zip(&sources) {
-                let v = match *src {
-                    AttrSource::Serial => i as f64,
-                    AttrSource::Arrival => s.arrival,
-                    AttrSource::Prompt => s.prompt as f64,
-                    AttrSource::Output => s.output as f64,
-                    AttrSource::Field(f, default) => {
-                        let given = f.and_then(|f| {
-                            let f = f as u32;
-                            s.extra
-                                .binary_search_by_key(&f, |&(k, _)| k)
-                                .ok()
-                                .map(|j| s.extra[j].1)
+/// Checks session `i` of `source` (the readers check it too; a workload built by hand
+/// may not have been) and appends its attribute values (D3) to `out`.
+pub(super) fn bind(
+    attrs: &[AttrSpec],
+    sources: &[AttrSource],
+    source: &str,
+    i: u64,
+    s: &SessionSpec,
+    previous: f64,
+    out: &mut Vec<f64>,
+) -> Result<(), HostError> {
+    let runs: u64 = s.runs.iter().map(|r| r.len.0).sum();
+    if s.prompt == 0
+        || s.output == 0
+        || (!s.runs.is_empty() && runs != s.prompt)
+        || !(s.arrival >= previous && s.arrival.is_finite())
+    {
+        return Err(config_err(format!(
+            "session {i} of {source}: prompt {} (runs {runs}), output {}, arrival {}: a \
+             session needs a prompt and an output of at least 1, runs adding up to the \
+             prompt, and a finite arrival not before the previous one",
+            s.prompt, s.output, s.arrival
+        )));
+    }
+    for (a, src) in attrs.iter().zip(sources) {
+        let v = match *src {
+            AttrSource::Serial => i as f64,
+            AttrSource::Arrival => s.arrival,
+            AttrSource::Prompt => s.prompt as f64,
+            AttrSource::Output => s.output as f64,
+            AttrSource::Field(f, default) => {
+                let given = f.and_then(|f| {
+                    let f = f as u32;
+                    s.extra
+                        .binary_search_by_key(&f, |&(k, _)| k)
+                        .ok()
+                        .map(|j| s.extra[j].1)
+                });
+                match given.or(default) {
+                    Some(v) => v,
+                    None => {
+                        return Err(HostError::MissingAttr {
+                            attr: a.name.clone(),
+                            session: i,
+                            line: s.line,
+                            source: source.to_string(),
                         });
-                        match given.or(default) {
-                            Some(v) => v,
-                            None => {
-                                return Err(HostError::MissingAttr {
-                                    attr: a.name.clone(),
-                                    session: i as u64,
-                                    line: s.line,
-                                    source: w.source.clone(),
-                                });
-                            }
-                        }
                     }
-                };
-                self.shared.attrs.push(v);
+                }
             }
-            let start = self.runs.len();
-            self.runs.extend_from_slice(&s.runs);
-            self.shared.sess.push(Sess {
-                arrival: s.arrival,
-                prompt: s.prompt,
-                output: s.output,
-                runs: (start, s.runs.len()),
-                pool: self.entries[i % self.entries.len()],
-                state: State::Pending,
-                generated: 0,
-                computed: 0,
-                high: 0,
-                caught_up: false,
-                admitted_once: false,
-                loading: false,
-                load_gen: 0,
-                first_token: f64::NAN,
-                last_token: f64::NAN,
-            });
+        };
+        out.push(v);
+    }
+    Ok(())
+}
+
+/// Where each attribute's value comes from, given the source's extra fields.
+pub(super) fn attr_sources(attrs: &[AttrSpec], fields: &[String]) -> Vec<AttrSource> {
+    attrs
+        .iter()
+        .map(|a| match a.name.as_str() {
+            "serial" => AttrSource::Serial,
+            "arrival" => AttrSource::Arrival,
+            "prompt" => AttrSource::Prompt,
+            "output" => AttrSource::Output,
+            other => AttrSource::Field(fields.iter().position(|f| f == other), a.default),
+        })
+        .collect()
+}
+
+/// Sessions that ended leave the window in batches of at least this many (or half the
+/// window), so dropping them costs O(1) per session.
+const TRIM_BATCH: usize = 1024;
+
+impl<'w> Host<'w> {
+    /// Reads the next session from the source into the window (state `Pending`),
+    /// with its attributes and its prompt runs (in `next_runs` until it arrives).
+    /// `false` when the source has no more.
+    pub(super) fn pull(&mut self) -> Result<bool, HostError> {
+        let Some(s) = self.src.next_session().map_err(HostError::Trace)? else {
+            return Ok(false);
+        };
+        let i = self.shared.sess.end();
+        bind(
+            &self.attr_specs,
+            &self.attr_sources,
+            self.src_name.as_str(),
+            i,
+            s,
+            self.previous_arrival,
+            &mut self.shared.attrs,
+        )?;
+        self.previous_arrival = s.arrival;
+        self.next_runs.clear();
+        self.next_runs.extend_from_slice(&s.runs);
+        let (arrival, prompt, output) = (s.arrival, s.prompt, s.output);
+        let pool = self.entries[(i % self.entries.len() as u64) as usize];
+        self.shared.sess.push(Sess {
+            arrival,
+            prompt,
+            output,
+            pool,
+            state: State::Pending,
+            generated: 0,
+            computed: 0,
+            high: 0,
+            caught_up: false,
+            admitted_once: false,
+            loading: false,
+            load_gen: 0,
+            first_token: f64::NAN,
+            last_token: f64::NAN,
+        });
+        Ok(true)
+    }
+
+    /// Drops the oldest sessions from the window once enough of them have ended
+    /// (every session older than them too), with their attributes unless kept.
+    pub(super) fn trim(&mut self) {
+        let w = &self.shared.sess;
+        while w
+            .get(self.live_from)
+            .is_some_and(|x| matches!(x.state, State::Done | State::Rejected))
+        {
+            self.live_from = SessionId(self.live_from.0 + 1);
         }
-        Ok(())
+        let ended = usize::try_from(self.live_from.0 - w.first()).unwrap_or(usize::MAX);
+        if ended < TRIM_BATCH.max(w.len() / 2) {
+            return;
+        }
+        self.shared.sess.drop_front(ended);
+        if !self.shared.keep_attrs {
+            let drop = self.shared.sess.first() - self.shared.attrs_first;
+            let n = usize::try_from(drop).unwrap_or(usize::MAX);
+            let values = n.saturating_mul(self.shared.n_attrs);
+            self.shared
+                .attrs
+                .drain(..values.min(self.shared.attrs.len()));
+            self.shared.attrs_first = self.shared.sess.first();
+        }
     }
 
     // ----- arrivals -------------------------------------------------------------------
@@ -273,6 +337,7 @@ impl Host {
         {
             info.host_rejected += 1;
             self.shared.sess[s].state = State::Rejected;
+            self.rejected += 1;
             self.host_event(
                 io,
                 p,
@@ -298,6 +363,7 @@ impl Host {
         match r {
             Enqueued::Rejected => {
                 self.shared.sess[s].state = State::Rejected;
+                self.rejected += 1;
                 self.done_one(io);
             }
             Enqueued::Queued => self.wake_pool(p),
@@ -305,23 +371,20 @@ impl Host {
         Ok(())
     }
 
-    /// Session `s`'s content: its prompt runs (or one run of its own), then a run of
-    /// its own for its outputs, so that only it can hit its output blocks.
+    /// Session `s`'s content (the session just read: its runs are `next_runs`): its
+    /// prompt runs (or one run of its own), then a run of its own for its outputs, so
+    /// that only it can hit its output blocks.
     pub(super) fn chain(&self, s: SessionId) -> Result<Chain, HostError> {
         let x = &self.shared.sess[s];
         let i = s.0;
-        let (start, len) = x.runs;
-        let mut runs = Vec::with_capacity(len + 1);
-        if len == 0 {
+        let mut runs = Vec::with_capacity(self.next_runs.len() + 1);
+        if self.next_runs.is_empty() {
             runs.push(Run {
                 id: RunId(HOST_RUN_IDS | (2 * i)),
                 len: Units(x.prompt),
             });
         } else {
-            let prompt_runs = self.runs.get(start..start + len).ok_or_else(|| {
-                config_err(format!("session {i}: its runs are not in the host's arena"))
-            })?;
-            runs.extend_from_slice(prompt_runs);
+            runs.extend_from_slice(&self.next_runs);
         }
         runs.push(Run {
             id: RunId(HOST_RUN_IDS | (2 * i + 1)),

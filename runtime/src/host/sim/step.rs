@@ -94,7 +94,7 @@ impl StepMember {
     }
 }
 
-impl Host {
+impl Host<'_> {
     pub(super) fn waiting_of(&self, m: StepIx) -> usize {
         self.steps[m]
             .pools
@@ -509,6 +509,7 @@ impl Host {
             let x = &mut self.shared.sess[s];
             x.state = State::Done;
             let e2e = t - x.arrival;
+            self.finished += 1;
             self.latency(Latency::Finished { session: s, e2e }, io)?;
             let st = &mut self.steps[m];
             if let Some(pos) = st.residents.iter().position(|&r| r == s) {

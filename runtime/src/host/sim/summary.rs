@@ -5,9 +5,8 @@
 
 use super::super::report::{LinkReport, PoolReport, Report, StageReport, ratio};
 use super::Host;
-use super::session::State;
 
-impl Host {
+impl Host<'_> {
     // ----- the report -------------------------------------------------------------------
 
     pub(super) fn report(mut self) -> Report {
@@ -15,8 +14,8 @@ impl Host {
         let mut pools = Vec::with_capacity(self.info.len());
         let (mut hit, mut prompt, mut tier_units) = (0u64, 0u64, 0u64);
         let mut r = Report {
-            source: self.source.clone(),
-            sessions: self.shared.sess.len() as u64,
+            source: self.src_name.clone(),
+            sessions: self.shared.sess.end(),
             ..Report::default()
         };
         for (p, info) in self.info.keys().zip(self.info.iter()) {
@@ -71,13 +70,9 @@ impl Host {
                 mean_used: info.used.mean(end),
             });
         }
-        for x in &self.shared.sess {
-            match x.state {
-                State::Done => r.finished += 1,
-                State::Rejected => r.rejected += 1,
-                _ => r.unfinished += 1,
-            }
-        }
+        r.finished = self.finished;
+        r.rejected = self.rejected;
+        r.unfinished = self.shared.sess.end() - self.finished - self.rejected;
         r.sim_seconds = end;
         r.output_tokens = self.output_tokens;
         r.computed_tokens = self.computed_tokens;

@@ -52,14 +52,6 @@ impl<I: Ix, T> Table<I, T> {
         self.items.len()
     }
 
-    pub(super) fn reserve(&mut self, n: usize) {
-        self.items.reserve(n);
-    }
-
-    pub(super) fn get(&self, i: I) -> Option<&T> {
-        self.items.get(i.ix())
-    }
-
     /// Every index, in order.
     pub(super) fn keys(&self) -> impl Iterator<Item = I> + use<I, T> {
         (0..self.items.len()).map(I::from_ix)
@@ -115,13 +107,85 @@ impl<'a, I: Ix, T> IntoIterator for &'a Table<I, T> {
     }
 }
 
-/// Sessions are numbered by serial, so a session's id is its row in the table.
-impl Ix for SessionId {
-    fn from_ix(i: usize) -> SessionId {
-        SessionId(i as u64)
+/// The sessions from the oldest one the host still keeps on, by serial: a session's
+/// record is pushed when the host reads it from its source and dropped, with every
+/// older one, once they have all ended (`Host::trim`). So a replay holds the
+/// sessions alive at each moment, not the whole workload. Indexing a session outside
+/// the window is a broken invariant (only ended sessions leave it, and the host
+/// reaches ended sessions through `get`).
+#[derive(Debug)]
+pub(super) struct Window<T> {
+    items: Vec<T>,
+    /// The serial of `items[0]`.
+    first: u64,
+}
+
+impl<T> Window<T> {
+    pub(super) fn new() -> Window<T> {
+        Window {
+            items: Vec::new(),
+            first: 0,
+        }
     }
 
-    fn ix(self) -> usize {
-        usize::try_from(self.0).unwrap_or(usize::MAX)
+    /// Adds the next session's record; gives its id.
+    pub(super) fn push(&mut self, value: T) -> SessionId {
+        self.items.push(value);
+        SessionId(self.end() - 1)
+    }
+
+    /// The serial of the oldest record kept.
+    pub(super) fn first(&self) -> u64 {
+        self.first
+    }
+
+    /// The serial after the newest record: how many sessions were ever pushed.
+    pub(super) fn end(&self) -> u64 {
+        self.first + self.items.len() as u64
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    fn pos(&self, s: SessionId) -> Option<usize> {
+        usize::try_from(s.0.checked_sub(self.first)?).ok()
+    }
+
+    pub(super) fn get(&self, s: SessionId) -> Option<&T> {
+        self.items.get(self.pos(s)?)
+    }
+
+    pub(super) fn get_mut(&mut self, s: SessionId) -> Option<&mut T> {
+        let i = self.pos(s)?;
+        self.items.get_mut(i)
+    }
+
+    /// The records kept, with their ids, oldest first.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (SessionId, &T)> {
+        (self.first..).map(SessionId).zip(&self.items)
+    }
+
+    /// Drops the `n` oldest records.
+    pub(super) fn drop_front(&mut self, n: usize) {
+        let n = n.min(self.items.len());
+        self.items.drain(..n);
+        self.first += n as u64;
+    }
+}
+
+impl<T> Index<SessionId> for Window<T> {
+    type Output = T;
+
+    fn index(&self, s: SessionId) -> &T {
+        self.get(s)
+            .expect("only ended sessions leave the window, and they are reached by `get`")
+    }
+}
+
+impl<T> IndexMut<SessionId> for Window<T> {
+    fn index_mut(&mut self, s: SessionId) -> &mut T {
+        self.get_mut(s)
+            .expect("only ended sessions leave the window, and they are reached by `get`")
     }
 }
