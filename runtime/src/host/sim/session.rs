@@ -1,7 +1,9 @@
 //! Sessions: their state, their attribute values (D3) and what the pools read of
 //! them through [`Env`] (attributes, residency, queries), kept apart from the pools so
-//! that one pool can be borrowed mutably while this is read; and the arrival of a
-//! session (routing, the host's own refusal, its content chain, its enqueue).
+//! that one pool can be borrowed mutably while this is read; reading sessions from
+//! their source one at a time and dropping ended ones from the window (docs/HOST.md,
+//! "Memory"); and the arrival of a session (routing, the host's own refusal, its
+//! content chain, its enqueue).
 
 use crate::config::{PoolRef, Query, QueryKind, StageRef, Target};
 use crate::env::{Env, default_query};
