@@ -162,6 +162,51 @@ fn bad_trace_names_the_file_and_line() {
 }
 
 #[test]
+fn a_bad_line_deep_in_a_trace_stops_the_replay_there_with_its_line_and_no_complete_log() {
+    // The trace is read line by line as the replay reaches it: 300 good sessions run
+    // first, then line 301 (out of arrival order) fails the run.
+    let (trace, log) = (scratch("late.jsonl"), scratch("late.log.jsonl"));
+    let mut text = String::new();
+    for i in 0..300 {
+        text.push_str(&format!(
+            "{{\"arrival\": {}, \"prompt\": 100, \"output\": 4}}\n",
+            f64::from(i) * 0.01
+        ));
+    }
+    text.push_str("{\"arrival\": 1.0, \"prompt\": 100, \"output\": 4}\n");
+    std::fs::write(&trace, text).unwrap();
+    let o = poolc(&[
+        "run",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--log",
+        log.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("late.jsonl:301:") && err.contains("earlier than the previous"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        o.stdout.is_empty(),
+        "no report: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        written.lines().count() > 300,
+        "the replay ran up to the bad line"
+    );
+    assert!(
+        !written.contains("\"complete\""),
+        "a run stopped by its trace has no complete line"
+    );
+    let _ = (std::fs::remove_file(trace), std::fs::remove_file(log));
+}
+
+#[test]
 fn missing_attribute_is_named_with_the_first_session_lacking_it() {
     let spec = scratch("needs_tenant.pool");
     std::fs::write(

@@ -5,11 +5,14 @@
 //! The specs make ended sessions' attributes matter long after the window dropped
 //! them: a pool that evicts by an attribute (read from its S3 snapshots once the host
 //! no longer answers), a tier that orders by one (the host then keeps every
-//! session's attributes), and `preempt by` an attribute.
+//! session's attributes), and `preempt by` an attribute. A trace file read line by
+//! line (`trace::open_path`, what `poolc run --trace` does) reports what the file
+//! read whole does, an attribute field first met mid-file included, and a bad line
+//! fails the replay when it is reached, naming the line.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
-use poolrt::host::{Host, Report, RunOptions};
+use poolrt::host::{Host, HostError, Report, RunOptions};
 use poolrt::trace::{self, Generator, SyntheticParams};
 
 /// Sessions: enough that the window (trimmed in batches of 1,024 ended sessions)
@@ -100,4 +103,101 @@ fn preempt_by_an_attribute_streams_the_same() {
     );
     let r = assert_same("vllm_priority", both(&c));
     assert!(r.preemptions > 0, "{}", r.to_text());
+}
+
+/// Our JSONL of the synthetic sessions, content runs included; `priority` is given
+/// by every session from the fifth on except each third one (so the field is first
+/// met on line 5, and later sessions fall back to the default too).
+fn jsonl_with_priority_from_line_5(n: usize) -> String {
+    let w = trace::synthetic(n, 11);
+    let mut text = String::new();
+    for (i, s) in w.sessions.iter().enumerate() {
+        let runs: Vec<String> = s
+            .runs
+            .iter()
+            .map(|r| format!("[{}, {}]", r.id.0, r.len.0))
+            .collect();
+        text.push_str(&format!(
+            "{{\"arrival\": {}, \"prompt\": {}, \"output\": {}, \"runs\": [{}]",
+            s.arrival,
+            s.prompt,
+            s.output,
+            runs.join(", ")
+        ));
+        if i >= 4 && i % 3 != 0 {
+            text.push_str(&format!(", \"priority\": {}", (i * 7) % 5));
+        }
+        text.push_str("}\n");
+    }
+    text
+}
+
+fn scratch(name: &str, text: &str) -> std::path::PathBuf {
+    let path =
+        std::env::temp_dir().join(format!("poolc-host-window-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_trace_file_read_line_by_line_reports_what_the_whole_file_does() {
+    let c = spec(
+        "examples/vllm_priority.pool",
+        &[("param blocks = 4096;", "param blocks = 300;")],
+    );
+    let config = || poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
+    let path = scratch("priority.jsonl", &jsonl_with_priority_from_line_5(N));
+    let whole = trace::read_path(&path, None).unwrap();
+    assert_eq!(whole.fields, ["priority"]);
+    let a = Host::new(config(), &whole).unwrap().run(options()).unwrap();
+    let reader = trace::open_path(&path, None).unwrap();
+    let b = Host::streaming(config(), Box::new(reader))
+        .unwrap()
+        .run(options())
+        .unwrap();
+    let r = assert_same("vllm_priority, JSONL file", (a, b));
+    assert!(r.preemptions > 0, "{}", r.to_text());
+    // The priorities reach the replay: the same file with the field renamed (so
+    // every session takes the default), at the same path so that the report names
+    // the same source, replays differently. A host that missed the field first met
+    // on line 5 would give that report.
+    let renamed = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("priority", "other");
+    std::fs::write(&path, renamed).unwrap();
+    let reader = trace::open_path(&path, None).unwrap();
+    let u = Host::streaming(config(), Box::new(reader))
+        .unwrap()
+        .run(options())
+        .unwrap();
+    assert_eq!(u.source, r.source);
+    assert_ne!(u.to_json(), r.to_json(), "priorities change the replay");
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn a_bad_line_fails_a_streamed_replay_when_it_is_reached_and_names_it() {
+    let c = spec("examples/vllm.pool", &[]);
+    let mut text = jsonl_with_priority_from_line_5(200);
+    // Line 201 arrives before line 200.
+    text.push_str("{\"arrival\": 0.5, \"prompt\": 10, \"output\": 2}\n");
+    let path = scratch("late.jsonl", &text);
+    let reader = trace::open_path(&path, None).unwrap();
+    let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
+    let e = Host::streaming(config, Box::new(reader))
+        .unwrap()
+        .run(options())
+        .unwrap_err();
+    match e {
+        HostError::Trace(t) => {
+            assert_eq!(t.line, 201, "{t}");
+            assert!(t.message.contains("earlier than the previous"), "{t}");
+            assert_eq!(t.file, path.display().to_string());
+        }
+        other => panic!("expected a trace error, got {other}"),
+    }
+    // Read whole, the same file fails with the same error.
+    let whole = trace::read_path(&path, None).unwrap_err();
+    assert_eq!(whole.line, 201);
+    let _ = std::fs::remove_file(path);
 }

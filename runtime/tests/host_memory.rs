@@ -115,3 +115,55 @@ fn a_streamed_replay_of_ten_times_the_sessions_peaks_at_about_the_same_heap() {
         "peak heap: {whole} bytes for 30,000 sessions held whole, {large} streamed"
     );
 }
+
+/// `n` sessions of our JSONL in a file: the synthetic sessions without their content
+/// runs (content identities are the one part of reading that grows with a trace's
+/// distinct content: docs/HOST.md "Memory").
+fn jsonl_file(n: usize) -> std::path::PathBuf {
+    let mut text = String::new();
+    for s in trace::synthetic(n, 3).sessions {
+        text.push_str(&format!(
+            "{{\"arrival\": {}, \"prompt\": {}, \"output\": {}}}\n",
+            s.arrival, s.prompt, s.output
+        ));
+    }
+    let path = std::env::temp_dir().join(format!(
+        "poolc-host-memory-{}-{n}.jsonl",
+        std::process::id()
+    ));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_trace_file_read_line_by_line_peaks_at_about_the_same_heap_for_ten_times_the_lines() {
+    let read = |path: &std::path::Path, n: usize| {
+        peak(|| {
+            let reader = trace::open_path(path, None).unwrap();
+            let r = Host::streaming(config(), Box::new(reader))
+                .unwrap()
+                .run(RunOptions::default())
+                .unwrap();
+            assert_eq!(r.finished, n as u64);
+        })
+    };
+    let (a, b) = (jsonl_file(3_000), jsonl_file(30_000));
+    let small = read(&a, 3_000);
+    let large = read(&b, 30_000);
+    assert!(
+        large * 4 < small * 5,
+        "peak heap: {small} bytes for 3,000 lines, {large} for 30,000"
+    );
+    let whole = peak(|| {
+        let w = trace::read_path(&b, None).unwrap();
+        Host::new(config(), &w)
+            .unwrap()
+            .run(RunOptions::default())
+            .unwrap();
+    });
+    assert!(
+        whole > 2 * large,
+        "peak heap: {whole} bytes for 30,000 lines read whole, {large} line by line"
+    );
+    let _ = (std::fs::remove_file(a), std::fs::remove_file(b));
+}

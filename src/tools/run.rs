@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use poolrt::host::{Host, HostError, Observer, Report, RunOptions};
-use poolrt::trace::{self, Format, SessionSource, Sessions, SyntheticParams, TraceError, Workload};
+use poolrt::trace::{self, Format, SessionSource, SyntheticParams, TraceError, Workload};
 
 use crate::Compiled;
 use crate::bridge::BridgeError;
@@ -58,10 +58,10 @@ impl Source {
         }
     }
 
-    /// The sessions at `rate_scale` times the arrival rate, read one at a time where
-    /// that is possible: synthetic sessions are generated as the replay reaches them
-    /// (so memory stays flat in their number, docs/HOST.md "Memory"); a trace file
-    /// is read whole first.
+    /// The sessions at `rate_scale` times the arrival rate, one at a time as the
+    /// replay reaches them, so memory stays flat in their number (docs/HOST.md
+    /// "Memory"): synthetic sessions are generated, a trace file is read line by line
+    /// (a bad line fails the replay when it is reached, naming its line).
     pub fn sessions(&self, rate_scale: f64) -> Result<Box<dyn SessionSource>, TraceError> {
         match self {
             Source::Synthetic { n, seed } => {
@@ -69,13 +69,12 @@ impl Source {
                 let g = trace::Generator::new(*n, *seed, SyntheticParams::default());
                 Ok(Box::new(g.rate_scale(rate_scale)))
             }
-            _ => {
-                let mut w = self.workload()?;
-                if rate_scale != 1.0 {
-                    w.scale_rate(rate_scale);
-                }
-                Ok(Box::new(Sessions::new(w)))
-            }
+            Source::Trace { path, format } => Ok(Box::new(
+                trace::open_path(path, *format)?.rate_scale(rate_scale),
+            )),
+            Source::Default => Ok(Box::new(
+                trace::open_path(&bundled(DEFAULT_TRACE), None)?.rate_scale(rate_scale),
+            )),
         }
     }
 }

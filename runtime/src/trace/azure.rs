@@ -6,53 +6,77 @@
 //! has no content information: sessions share nothing. It must not guess at a
 //! malformed datetime.
 
-use std::io::BufRead;
+use std::io::Read;
 
-use super::{LineLimit, SessionSpec, TraceError, Workload, check_session, session_limit};
+use super::{Format, LineLimit, Reader, SessionSpec, TraceError, Workload};
 
-/// Reads an Azure LLM inference CSV; `file` names it in errors.
-pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
-    let mut csv = csv::ReaderBuilder::new()
-        .has_headers(true)
-        .flexible(false)
-        .trim(csv::Trim::All)
-        .from_reader(LineLimit::new(reader));
-    let header = csv.headers().map_err(|e| csv_error(file, &e, 1))?.clone();
-    let col = |name: &str| {
-        header.iter().position(|h| h == name).ok_or_else(|| {
-            TraceError::new(
-                file,
-                1,
-                format!("the header has no `{name}` column (it needs TIMESTAMP, ContextTokens, GeneratedTokens)"),
-            )
+/// Reads an Azure LLM inference CSV whole; `file` names it in errors.
+pub fn read<R: Read>(reader: R, file: &str) -> Result<Workload, TraceError> {
+    Reader::new(Format::Azure, reader, file)?.workload()
+}
+
+/// The rows of a CSV after its header, one at a time.
+pub(super) struct Rows<R: Read> {
+    csv: csv::Reader<LineLimit<R>>,
+    file: String,
+    /// Columns of `TIMESTAMP`, `ContextTokens`, `GeneratedTokens`.
+    columns: (usize, usize, usize),
+    /// The first row's time (arrival 0), in nanoseconds.
+    t0: Option<i128>,
+    record: csv::StringRecord,
+}
+
+impl<R: Read> Rows<R> {
+    /// Reads and checks the header.
+    pub(super) fn new(reader: R, file: &str) -> Result<Rows<R>, TraceError> {
+        let mut csv = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(false)
+            .trim(csv::Trim::All)
+            .from_reader(LineLimit::new(reader));
+        let header = csv.headers().map_err(|e| csv_error(file, &e, 1))?.clone();
+        let col = |name: &str| {
+            header.iter().position(|h| h == name).ok_or_else(|| {
+                TraceError::new(
+                    file,
+                    1,
+                    format!("the header has no `{name}` column (it needs TIMESTAMP, ContextTokens, GeneratedTokens)"),
+                )
+            })
+        };
+        let columns = (
+            col("TIMESTAMP")?,
+            col("ContextTokens")?,
+            col("GeneratedTokens")?,
+        );
+        Ok(Rows {
+            csv,
+            file: file.to_string(),
+            columns,
+            t0: None,
+            record: csv::StringRecord::new(),
         })
-    };
-    let (ts, ctx, gen_) = (
-        col("TIMESTAMP")?,
-        col("ContextTokens")?,
-        col("GeneratedTokens")?,
-    );
-    let mut w = Workload {
-        source: file.to_string(),
-        ..Workload::default()
-    };
-    let mut t0: Option<i128> = None;
-    let mut record = csv::StringRecord::new();
-    loop {
+    }
+
+    /// The next row as a session with the line it starts on; `None` at the end.
+    pub(super) fn next_row(&mut self) -> Result<Option<(u64, SessionSpec)>, TraceError> {
+        let file = self.file.as_str();
         // The line the next record starts on (an I/O error has no position of its own).
-        let line_before = csv.position().line();
-        match csv.read_record(&mut record) {
-            Ok(false) => break,
+        let line_before = self.csv.position().line();
+        match self.csv.read_record(&mut self.record) {
+            Ok(false) => return Ok(None),
             Ok(true) => {}
             Err(e) => return Err(csv_error(file, &e, line_before)),
         }
+        let record = &self.record;
         let n = record.position().map_or(line_before, |p| p.line());
         let err = |m: String| TraceError::new(file, n, m);
         let field = |i: usize| record.get(i).unwrap_or("");
+        let (ts, ctx, gen_) = self.columns;
         let t = parse_datetime(field(ts)).map_err(err)?;
         let prompt = tokens("ContextTokens", field(ctx)).map_err(err)?;
         let output = tokens("GeneratedTokens", field(gen_)).map_err(err)?;
-        let t0 = *t0.get_or_insert(t);
+        let t0 = *self.t0.get_or_insert(t);
         let s = SessionSpec {
             arrival: (t - t0) as f64 / 1e9,
             prompt,
@@ -62,11 +86,8 @@ pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
             name: None,
             line: n,
         };
-        session_limit(w.sessions.len() + 1).map_err(err)?;
-        check_session(&s, w.sessions.last().map(|p| p.arrival)).map_err(err)?;
-        w.sessions.push(s);
+        Ok(Some((n, s)))
     }
-    Ok(w)
 }
 
 fn csv_error(file: &str, e: &csv::Error, fallback: u64) -> TraceError {

@@ -5,18 +5,17 @@
 //! anything else rather than guess: a non-numeric extra field, runs that do not add up
 //! to the prompt, sessions out of arrival order.
 
-use std::io::BufRead;
+use std::io::Read;
 
-use super::{
-    SessionSpec, TraceError, Workload, number, object, read_json_lines, run, short, whole,
-};
+use super::{Format, Reader, SessionSpec, TraceError, Workload, number, object, run, short, whole};
 
-/// Reads our JSONL format; `file` names it in errors. Blank lines are skipped.
-pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
-    read_json_lines(reader, file, |line, n, w| row(line, n, &mut w.fields))
+/// Reads our JSONL format whole; `file` names it in errors. Blank lines are skipped.
+pub fn read<R: Read>(reader: R, file: &str) -> Result<Workload, TraceError> {
+    Reader::new(Format::Jsonl, reader, file)?.workload()
 }
 
-fn row(line: &str, n: u64, fields: &mut Vec<String>) -> Result<SessionSpec, String> {
+/// One line as a session; a field name first met here is appended to `fields`.
+pub(super) fn row(line: &str, n: u64, fields: &mut Vec<String>) -> Result<SessionSpec, String> {
     let obj = object(line)?;
     let get = |k: &str| obj.get(k).ok_or_else(|| format!("missing field `{k}`"));
     let arrival = number("arrival", get("arrival")?)?;

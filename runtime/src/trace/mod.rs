@@ -1,14 +1,14 @@
 //! Workloads: the sessions a host replays, and the readers that make them from trace
 //! files — Mooncake JSONL ([`mooncake`]), the Azure LLM inference CSV ([`azure`]),
 //! our own JSONL ([`jsonl`], documented in docs/TRACES.md) — and a seeded synthetic
-//! generator ([`synthetic()`]). A reader checks everything a file can get wrong and
-//! reports it as a [`TraceError`] naming the file and the 1-based line; it never
-//! panics on input. This module knows nothing of pools or stages: binding workload
+//! generator ([`synthetic()`]). A file is read one session at a time ([`Reader`],
+//! [`open_path`]) or whole ([`read_path`]). A reader checks everything a file can get
+//! wrong and reports it as a [`TraceError`] naming the file and the 1-based line; it
+//! never panics on input. This module knows nothing of pools or stages: binding workload
 //! fields to declared session attributes (D3) is the host's job.
 
 use std::fmt;
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::Path;
 
 use crate::hash::FxMap;
@@ -17,8 +17,10 @@ use crate::types::{Run, RunId, Units};
 pub mod azure;
 pub mod jsonl;
 pub mod mooncake;
+mod reader;
 pub mod synthetic;
 
+pub use reader::{Reader, open_path};
 pub use synthetic::{Generator, SyntheticParams, synthetic, synthetic_with};
 
 /// Longest line a trace may have, in bytes without its newline (docs/RELIABILITY.md,
@@ -157,18 +159,25 @@ impl Workload {
 
 /// Sessions handed to a host one at a time, in arrival order, so that a replay needs
 /// only the sessions alive at each moment (issue #16, docs/HOST.md "Memory"). A
-/// [`Workload`] is one ([`Sessions`]); the synthetic generator is another
-/// ([`synthetic::Generator`]), which never holds the whole workload.
+/// [`Workload`] is one ([`Sessions`]); so are a trace file being read ([`Reader`])
+/// and the synthetic generator ([`synthetic::Generator`]), neither of which ever
+/// holds the whole workload.
 pub trait SessionSource {
     /// Where the sessions come from, for messages and the report.
     fn source(&self) -> &str;
-    /// Names of the extra numeric fields, fixed before the first session.
-    fn fields(&self) -> &[String];
     /// How many sessions there will be, when known in advance (the progress bar's
     /// total).
     fn len_hint(&self) -> Option<u64>;
     /// The next session, `None` after the last. The borrow lasts until the next call.
-    fn next_session(&mut self) -> Result<Option<&SessionSpec>, TraceError>;
+    fn next_session(&mut self) -> Result<Option<Next<'_>>, TraceError>;
+}
+
+/// A session as a [`SessionSource`] hands it over, with the names its `extra`
+/// indices refer to. Names only ever grow by appending (our JSONL meets a field
+/// when a line first has it), so an index never changes its meaning.
+pub struct Next<'a> {
+    pub session: &'a SessionSpec,
+    pub fields: &'a [String],
 }
 
 /// A whole [`Workload`] as a [`SessionSource`], borrowed or owned.
@@ -188,18 +197,18 @@ impl<W: std::borrow::Borrow<Workload>> SessionSource for Sessions<W> {
         &self.workload.borrow().source
     }
 
-    fn fields(&self) -> &[String] {
-        &self.workload.borrow().fields
-    }
-
     fn len_hint(&self) -> Option<u64> {
         Some(self.workload.borrow().sessions.len() as u64)
     }
 
-    fn next_session(&mut self) -> Result<Option<&SessionSpec>, TraceError> {
-        let s = self.workload.borrow().sessions.get(self.next);
+    fn next_session(&mut self) -> Result<Option<Next<'_>>, TraceError> {
+        let w = self.workload.borrow();
+        let s = w.sessions.get(self.next);
         self.next += usize::from(s.is_some());
-        Ok(s)
+        Ok(s.map(|session| Next {
+            session,
+            fields: &w.fields,
+        }))
     }
 }
 
@@ -263,34 +272,10 @@ impl Format {
     }
 }
 
-/// Reads a trace file in `format`, or the detected one when `None`.
+/// Reads a whole trace file in `format`, or the detected one when `None`: the
+/// sessions of [`open_path`]'s reader, collected.
 pub fn read_path(path: &Path, format: Option<Format>) -> Result<Workload, TraceError> {
-    let name = path.display().to_string();
-    let open = || {
-        File::open(path)
-            .map(BufReader::new)
-            .map_err(|e| TraceError::new(&name, 0, format!("cannot open: {e}")))
-    };
-    let format = match format {
-        Some(f) => f,
-        None => {
-            let mut first = String::new();
-            for line in BufReader::new(LineLimit::new(open()?)).lines() {
-                let line = line.map_err(|e| TraceError::new(&name, 0, format!("{e}")))?;
-                if !line.trim().is_empty() {
-                    first = line;
-                    break;
-                }
-            }
-            Format::detect(path, &first)
-        }
-    };
-    let reader = open()?;
-    match format {
-        Format::Mooncake => mooncake::read(reader, &name),
-        Format::Azure => azure::read(reader, &name),
-        Format::Jsonl => jsonl::read(reader, &name),
-    }
+    open_path(path, format)?.workload()
 }
 
 /// Checks that run ids are prefix-chained across a workload (R2; FORMAT.md): every
@@ -354,34 +339,6 @@ pub(crate) fn run(id: u64, len: u64) -> Result<Run, String> {
         id: RunId(id),
         len: Units(len),
     })
-}
-
-/// The loop both JSON-lines readers share: skips blank lines, turns each line into a
-/// session with `row` (which may record what it learns in the workload), and checks
-/// arrival order and content chains, naming the file and line in every error.
-pub(crate) fn read_json_lines<R: BufRead>(
-    reader: R,
-    file: &str,
-    mut row: impl FnMut(&str, u64, &mut Workload) -> Result<SessionSpec, String>,
-) -> Result<Workload, TraceError> {
-    let mut w = Workload {
-        source: file.to_string(),
-        ..Workload::default()
-    };
-    let mut chains = ChainCheck::default();
-    for item in numbered_lines(reader, file) {
-        let (n, line) = item?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let err = |m: String| TraceError::new(file, n, m);
-        session_limit(w.sessions.len() + 1).map_err(err)?;
-        let s = row(&line, n, &mut w).map_err(err)?;
-        check_session(&s, w.sessions.last().map(|p| p.arrival)).map_err(err)?;
-        chains.check(&s.runs, n).map_err(err)?;
-        w.sessions.push(s);
-    }
-    Ok(w)
 }
 
 /// Checks arrival order and the common lengths of a session before it is added.
@@ -458,20 +415,4 @@ pub(crate) fn object(line: &str) -> Result<serde_json::Map<String, serde_json::V
         Ok(other) => Err(format!("expected a JSON object, found {}", short(&other))),
         Err(e) => Err(format!("bad JSON: {e}")),
     }
-}
-
-/// Lines of a reader with their 1-based numbers, I/O errors as trace errors.
-pub(crate) fn numbered_lines<R: BufRead>(
-    reader: R,
-    file: &str,
-) -> impl Iterator<Item = Result<(u64, String), TraceError>> {
-    let file = file.to_string();
-    BufReader::new(LineLimit::new(reader))
-        .lines()
-        .enumerate()
-        .map(move |(i, l)| {
-            let n = i as u64 + 1;
-            l.map(|l| (n, l))
-                .map_err(|e| TraceError::new(&file, n, format!("cannot read: {e}")))
-        })
 }

@@ -6,20 +6,21 @@
 //! timestamp. Other fields are ignored. It must not accept a row whose `hash_ids` do
 //! not cover its prompt exactly.
 
-use std::io::BufRead;
+use std::io::Read;
 
-use super::{SessionSpec, TraceError, Workload, number, object, read_json_lines, run, whole};
+use super::{Format, Reader, SessionSpec, TraceError, Workload, number, object, run, whole};
 
 /// Tokens per Mooncake hash block.
 pub const BLOCK_TOKENS: u64 = 512;
 
-/// Reads a Mooncake JSONL trace; `file` names it in errors. Blank lines are skipped.
-pub fn read<R: BufRead>(reader: R, file: &str) -> Result<Workload, TraceError> {
-    let mut t0 = None;
-    read_json_lines(reader, file, |line, n, _| row(line, n, &mut t0))
+/// Reads a Mooncake JSONL trace whole; `file` names it in errors. Blank lines are
+/// skipped.
+pub fn read<R: Read>(reader: R, file: &str) -> Result<Workload, TraceError> {
+    Reader::new(Format::Mooncake, reader, file)?.workload()
 }
 
-fn row(line: &str, n: u64, t0: &mut Option<f64>) -> Result<SessionSpec, String> {
+/// One line as a session; `t0` is the first row's timestamp, set by the first row.
+pub(super) fn row(line: &str, n: u64, t0: &mut Option<f64>) -> Result<SessionSpec, String> {
     let obj = object(line)?;
     let get = |k: &str| obj.get(k).ok_or_else(|| format!("missing field `{k}`"));
     let ms = number("timestamp", get("timestamp")?)?;

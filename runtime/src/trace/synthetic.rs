@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use super::{SessionSource, SessionSpec, TraceError, Workload};
+use super::{Next, SessionSource, SessionSpec, TraceError, Workload};
 use crate::types::{Run, RunId, Units};
 
 /// SplitMix64 (Steele, Lea, Flood 2014; the seeding generator of `java.util.
@@ -94,7 +94,7 @@ pub fn synthetic_with(n: usize, seed: u64, p: &SyntheticParams) -> Workload {
     let mut g = Generator::new(n, seed, p.clone());
     let mut sessions = Vec::with_capacity(n);
     while let Ok(Some(s)) = g.next_session() {
-        sessions.push(s.clone());
+        sessions.push(s.session.clone());
     }
     Workload {
         source: g.source,
@@ -155,15 +155,11 @@ impl SessionSource for Generator {
         &self.source
     }
 
-    fn fields(&self) -> &[String] {
-        &[]
-    }
-
     fn len_hint(&self) -> Option<u64> {
         Some(self.n as u64)
     }
 
-    fn next_session(&mut self) -> Result<Option<&SessionSpec>, TraceError> {
+    fn next_session(&mut self) -> Result<Option<Next<'_>>, TraceError> {
         if self.next == self.n {
             return Ok(None);
         }
@@ -222,7 +218,10 @@ impl SessionSource for Generator {
             line: 0,
         });
         self.next += 1;
-        Ok(self.recent.back())
+        Ok(self.recent.back().map(|session| Next {
+            session,
+            fields: &[],
+        }))
     }
 }
 

@@ -125,7 +125,9 @@ impl<'w> Host<'w> {
             .any(|p| info[p].is_tier && pools[p].snapshots_attrs());
         let mut host = Host {
             src_name: src.source().to_string(),
-            attr_sources: attr_sources(&config.attrs, src.fields()),
+            // No field is known before the first session is read (`pull`).
+            attr_sources: attr_sources(&config.attrs, &[]),
+            attr_fields: 0,
             attr_specs: config.attrs,
             src,
             previous_arrival: 0.0,

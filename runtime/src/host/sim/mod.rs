@@ -232,6 +232,8 @@ pub struct Host<'w> {
     src_name: String,
     attr_specs: Vec<AttrSpec>,
     attr_sources: Vec<AttrSource>,
+    /// How many of the source's field names `attr_sources` was resolved against.
+    attr_fields: usize,
     previous_arrival: f64,
     /// The prompt runs of the session at `next_arrival` (read, not yet arrived).
     next_runs: Vec<Run>,

@@ -252,9 +252,15 @@ impl<'w> Host<'w> {
     /// with its attributes and its prompt runs (in `next_runs` until it arrives).
     /// `false` when the source has no more.
     pub(super) fn pull(&mut self) -> Result<bool, HostError> {
-        let Some(s) = self.src.next_session().map_err(HostError::Trace)? else {
+        let Some(next) = self.src.next_session().map_err(HostError::Trace)? else {
             return Ok(false);
         };
+        // A field first met in this session (our JSONL) may be an attribute's source.
+        if next.fields.len() != self.attr_fields {
+            self.attr_sources = attr_sources(&self.attr_specs, next.fields);
+            self.attr_fields = next.fields.len();
+        }
+        let s = next.session;
         let i = self.shared.sess.end();
         bind(
             &self.attr_specs,

@@ -1,0 +1,225 @@
+//! A trace file read one session at a time ([`Reader`]): each line is parsed and
+//! checked (arrival order, lengths, content chains) only when the replay reaches it,
+//! so a replay holds one line of the file, never the whole workload (issue #16,
+//! docs/HOST.md "Memory"). The whole-file readers (`mooncake::read`, `jsonl::read`,
+//! `azure::read`, [`super::read_path`]) collect a `Reader`, so a file read whole and
+//! a file read streaming give the same sessions and the same errors by construction.
+//! What a row means is each format's module's business; this file owns the loop, the
+//! line numbers and the checks common to all formats. It never panics on input.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use super::{
+    ChainCheck, Format, LineLimit, Next, SessionSource, SessionSpec, TraceError, Workload, azure,
+    check_session, jsonl, mooncake, session_limit,
+};
+
+/// A trace read one session at a time, in arrival order; a [`SessionSource`].
+/// After an error, stop reading: the error is the file's verdict.
+pub struct Reader<R: Read> {
+    file: String,
+    /// Names of the extra numeric fields seen so far (our JSONL only), in the order
+    /// first seen; they only ever grow, so an index stays valid.
+    fields: Vec<String>,
+    rows: Rows<R>,
+    /// Content chains (R2). It keeps one entry per distinct run id: the one part of
+    /// reading that grows with the trace (with its content, not its length).
+    chains: ChainCheck,
+    count: usize,
+    /// The previous session's arrival as the file gives it (before `scale`).
+    previous: Option<f64>,
+    /// Arrival times are divided by it after the checks (`Workload::scale_rate`).
+    scale: f64,
+    /// The session last handed out by [`SessionSource::next_session`].
+    current: Option<SessionSpec>,
+}
+
+/// The rows of one format.
+enum Rows<R: Read> {
+    /// Mooncake JSONL, with the first row's timestamp once read (arrival 0).
+    Mooncake {
+        lines: Lines<R>,
+        t0: Option<f64>,
+    },
+    Jsonl(Lines<R>),
+    Azure(azure::Rows<R>),
+}
+
+impl<R: Read> Reader<R> {
+    /// Starts reading `reader` as `format`; `file` names it in errors. An Azure
+    /// CSV's header is read (and checked) here.
+    pub fn new(format: Format, reader: R, file: &str) -> Result<Reader<R>, TraceError> {
+        let rows = match format {
+            Format::Mooncake => Rows::Mooncake {
+                lines: Lines::new(reader, file),
+                t0: None,
+            },
+            Format::Jsonl => Rows::Jsonl(Lines::new(reader, file)),
+            Format::Azure => Rows::Azure(azure::Rows::new(reader, file)?),
+        };
+        Ok(Reader {
+            file: file.to_string(),
+            fields: Vec::new(),
+            rows,
+            chains: ChainCheck::default(),
+            count: 0,
+            previous: None,
+            scale: 1.0,
+            current: None,
+        })
+    }
+
+    /// The same sessions with every arrival time divided by `factor`, as
+    /// `Workload::scale_rate` does.
+    pub fn rate_scale(mut self, factor: f64) -> Reader<R> {
+        self.scale = factor;
+        self
+    }
+
+    /// The next session, checked; `None` after the last.
+    fn next_owned(&mut self) -> Result<Option<SessionSpec>, TraceError> {
+        let file = self.file.as_str();
+        let (n, mut s) = match &mut self.rows {
+            Rows::Mooncake { lines, t0 } => {
+                let Some(n) = lines.next_row()? else {
+                    return Ok(None);
+                };
+                let err = |m: String| TraceError::new(file, n, m);
+                session_limit(self.count + 1).map_err(err)?;
+                (n, mooncake::row(lines.text(), n, t0).map_err(err)?)
+            }
+            Rows::Jsonl(lines) => {
+                let Some(n) = lines.next_row()? else {
+                    return Ok(None);
+                };
+                let err = |m: String| TraceError::new(file, n, m);
+                session_limit(self.count + 1).map_err(err)?;
+                (
+                    n,
+                    jsonl::row(lines.text(), n, &mut self.fields).map_err(err)?,
+                )
+            }
+            Rows::Azure(rows) => {
+                let Some((n, s)) = rows.next_row()? else {
+                    return Ok(None);
+                };
+                let err = |m: String| TraceError::new(file, n, m);
+                session_limit(self.count + 1).map_err(err)?;
+                (n, s)
+            }
+        };
+        let err = |m: String| TraceError::new(file, n, m);
+        check_session(&s, self.previous).map_err(err)?;
+        self.chains.check(&s.runs, n).map_err(err)?;
+        self.previous = Some(s.arrival);
+        self.count += 1;
+        if self.scale != 1.0 {
+            s.arrival /= self.scale;
+        }
+        Ok(Some(s))
+    }
+
+    /// Reads every remaining session into a [`Workload`].
+    pub fn workload(mut self) -> Result<Workload, TraceError> {
+        let mut sessions = Vec::new();
+        while let Some(s) = self.next_owned()? {
+            sessions.push(s);
+        }
+        Ok(Workload {
+            source: self.file,
+            fields: self.fields,
+            sessions,
+        })
+    }
+}
+
+impl<R: Read> SessionSource for Reader<R> {
+    fn source(&self) -> &str {
+        &self.file
+    }
+
+    fn len_hint(&self) -> Option<u64> {
+        None
+    }
+
+    fn next_session(&mut self) -> Result<Option<Next<'_>>, TraceError> {
+        self.current = self.next_owned()?;
+        Ok(self.current.as_ref().map(|session| Next {
+            session,
+            fields: &self.fields,
+        }))
+    }
+}
+
+/// Opens a trace file for reading one session at a time, in `format` or the
+/// detected one when `None` ([`Format::detect`] reads up to the first non-blank line).
+pub fn open_path(path: &Path, format: Option<Format>) -> Result<Reader<File>, TraceError> {
+    let name = path.display().to_string();
+    let open =
+        || File::open(path).map_err(|e| TraceError::new(&name, 0, format!("cannot open: {e}")));
+    let format = match format {
+        Some(f) => f,
+        None => {
+            let mut lines = Lines::new(open()?, &name);
+            let first = match lines.next_row()? {
+                Some(_) => lines.text(),
+                None => "",
+            };
+            Format::detect(path, first)
+        }
+    };
+    Reader::new(format, open()?, &name)
+}
+
+/// The non-blank lines of a reader with their 1-based numbers, one line in memory at
+/// a time (the buffer is reused), I/O errors and over-long lines as trace errors.
+pub(crate) struct Lines<R: Read> {
+    inner: BufReader<LineLimit<R>>,
+    file: String,
+    /// The current line, without its line ending.
+    buf: String,
+    n: u64,
+}
+
+impl<R: Read> Lines<R> {
+    pub(crate) fn new(reader: R, file: &str) -> Lines<R> {
+        Lines {
+            inner: BufReader::new(LineLimit::new(reader)),
+            file: file.to_string(),
+            buf: String::new(),
+            n: 0,
+        }
+    }
+
+    /// Moves to the next non-blank line; its number, or `None` at the end.
+    pub(crate) fn next_row(&mut self) -> Result<Option<u64>, TraceError> {
+        loop {
+            self.buf.clear();
+            self.n += 1;
+            let read = self
+                .inner
+                .read_line(&mut self.buf)
+                .map_err(|e| TraceError::new(&self.file, self.n, format!("cannot read: {e}")))?;
+            if read == 0 {
+                return Ok(None);
+            }
+            // The line ending as `BufRead::lines` takes it off: `\n` or `\r\n`.
+            if self.buf.ends_with('\n') {
+                self.buf.pop();
+                if self.buf.ends_with('\r') {
+                    self.buf.pop();
+                }
+            }
+            if !self.buf.trim().is_empty() {
+                return Ok(Some(self.n));
+            }
+        }
+    }
+
+    /// The line [`Lines::next_row`] moved to.
+    pub(crate) fn text(&self) -> &str {
+        &self.buf
+    }
+}
