@@ -96,3 +96,28 @@ fn a_wrong_seat_count_diverges() {
     let running_max = replay(&wider).steps.iter().map(|s| s.running).max();
     assert_eq!(running_max, Some(recorded.settings.seats + 1));
 }
+
+#[test]
+fn every_recorded_line_reads_as_its_json_value_does() {
+    // The typed reading of steps.jsonl (`Step::parse`) against the reading through a
+    // JSON value, on every line of every recording.
+    for name in [
+        "a_fcfs_budget_seats",
+        "b_fcfs_prefix",
+        "c_fcfs_preempt",
+        "d_fcfs_chunked",
+        "e_fcfs_mixed",
+        "f_mooncake_conversation",
+    ] {
+        let sc = read(name);
+        assert!(sc.recorded.len() > 500, "{name}");
+        for (text, step) in &sc.recorded {
+            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                &oracle::Step::from_value(&v).unwrap(),
+                step,
+                "{name}: {text}"
+            );
+        }
+    }
+}

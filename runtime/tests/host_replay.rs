@@ -202,3 +202,45 @@ fn a_session_that_cannot_run_is_refused_in_one_sentence() {
     );
     assert!(!e.contains("  "), "a run of spaces in: {e}");
 }
+
+/// Counts the latency moments an observer is told.
+#[derive(Default)]
+struct CountLatencies(u64);
+
+impl poolrt::host::Observer for CountLatencies {
+    fn latency(&mut self, _: &poolrt::host::Latency) -> std::io::Result<()> {
+        self.0 += 1;
+        Ok(())
+    }
+}
+
+#[test]
+fn no_latencies_leaves_the_reports_latencies_empty_and_changes_nothing_else() {
+    let (w, _) = mooncake_500();
+    let run = |no_latencies: bool| {
+        let mut seen = CountLatencies::default();
+        let r = Host::new(vllm_example(), &w)
+            .unwrap()
+            .run(RunOptions {
+                observer: Some(&mut seen),
+                no_latencies,
+                ..RunOptions::default()
+            })
+            .unwrap();
+        (r, seen.0)
+    };
+    let (kept, told_kept) = run(false);
+    let (mut none, told_none) = run(true);
+    for p in [&none.ttft, &none.itl, &none.e2e] {
+        assert_eq!((p.count, p.mean, p.p50, p.p99), (0, None, None, None));
+    }
+    // The observer is told every moment either way: a first token and a finish per
+    // session, and every later token.
+    assert_eq!(told_none, told_kept);
+    assert_eq!(told_kept, kept.ttft.count + kept.itl.count + kept.e2e.count);
+    assert!(kept.finished > 400 && kept.e2e.count == kept.finished);
+    none.ttft = kept.ttft;
+    none.itl = kept.itl;
+    none.e2e = kept.e2e;
+    assert_eq!(none.to_json(), kept.to_json());
+}

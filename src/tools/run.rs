@@ -176,6 +176,7 @@ fn run_host<'a>(
         progress_bound: None,
         allow_unfinished: false,
         exact_percentiles: watch.exact_percentiles,
+        no_latencies: false,
     })
     .map_err(RunError::Host)
 }

@@ -57,4 +57,9 @@ pub struct RunOptions<'a> {
     /// sample: a long replay's ITLs alone take gigabytes) instead of the bounded
     /// sketch's, which are within 2^-11 of them plus 1 ns (docs/HOST.md, "Percentiles").
     pub exact_percentiles: bool,
+    /// Keep no latency for the report: its `ttft`, `itl` and `e2e` are empty (count
+    /// 0), whatever `exact_percentiles` says. For a run whose reader wants only what
+    /// its observer sees (`poolc conform`), which then spends nothing on samples it
+    /// would throw away; the observer is still told every latency moment.
+    pub no_latencies: bool,
 }

@@ -28,6 +28,8 @@ pub(crate) enum Latencies {
     /// The histogram, with the count and the sum of the values as given (for the
     /// mean, which the buckets would blur).
     Sketch { hist: Box<Histogram<u64>>, sum: f64 },
+    /// Nothing kept: the run's reader wants no percentiles (`RunOptions::no_latencies`).
+    Unkept,
 }
 
 impl Latencies {
@@ -51,6 +53,7 @@ impl Latencies {
     pub(crate) fn push(&mut self, seconds: f64) {
         match self {
             Latencies::Exact(v) => v.push(seconds),
+            Latencies::Unkept => {}
             Latencies::Sketch { hist, sum } => {
                 *sum += seconds;
                 hist.saturating_record(to_ns(seconds));
@@ -64,6 +67,7 @@ impl Latencies {
     pub(crate) fn percentiles(&mut self) -> Percentiles {
         match self {
             Latencies::Exact(v) => Percentiles::of(v),
+            Latencies::Unkept => Percentiles::default(),
             Latencies::Sketch { hist, sum } => {
                 let n = hist.len();
                 let at = |p: u64| (n > 0).then(|| at_rank(hist, rank(p, n)));

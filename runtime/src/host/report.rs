@@ -34,6 +34,15 @@ impl Samples {
         }
     }
 
+    /// Nothing kept (`RunOptions::no_latencies`).
+    pub(crate) fn unkept() -> Samples {
+        Samples {
+            ttft: Latencies::Unkept,
+            itl: Latencies::Unkept,
+            e2e: Latencies::Unkept,
+        }
+    }
+
     /// Bounded sketches.
     pub(crate) fn sketch() -> Samples {
         Samples {

@@ -229,19 +229,18 @@ type Recorded = (Vec<(String, Step)>, Option<Value>);
 
 fn read_steps(path: &Path) -> Result<Recorded, OracleError> {
     let text = read(path)?;
-    let mut steps = Vec::new();
+    // One step a line: room for them all up front spares the copies of a growing list.
+    let mut steps = Vec::with_capacity(text.lines().count());
     let mut summary = None;
     for line in lines(path, &text) {
         let err = |message: String| line.err(message);
         if summary.is_some() {
             return Err(err("a line after the summary line".to_string()));
         }
-        let v = line.json()?;
-        if v.get("summary").is_some() {
-            summary = Some(v);
+        let Some(step) = Step::parse(line.text).map_err(err)? else {
+            summary = Some(line.json()?);
             continue;
-        }
-        let step = Step::from_value(&v).map_err(err)?;
+        };
         if step.step != steps.len() as u64 {
             return Err(err(format!(
                 "step {} where step {} was expected (steps are numbered 0, 1, … without gaps)",

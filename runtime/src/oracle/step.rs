@@ -1,11 +1,16 @@
-//! One line of steps.jsonl as a typed record: parsed with the field named in every
-//! error, printed back byte for byte as the oracle writes it (keys in its order,
-//! compact), and compared field by field. It knows nothing of files or of the host.
+//! One line of steps.jsonl as a typed record: parsed straight into its fields (a
+//! line that does not parse so is parsed again as a JSON value, to name the field
+//! that is wrong), printed back byte for byte as the oracle writes it (keys in its
+//! order, compact), and compared field by field. It knows nothing of files or of the
+//! host.
 
+use serde::Deserialize;
 use serde_json::Value;
 
-/// One line of steps.jsonl (FORMAT.md "steps.jsonl"), without `sched`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// One line of steps.jsonl (FORMAT.md "steps.jsonl"), without `sched`. It
+/// deserializes from a well-formed line directly (other keys, such as `sched`, are
+/// ignored), which is [`Step::parse`]'s fast way.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 pub struct Step {
     pub step: u64,
     pub arrivals: Vec<String>,
@@ -114,7 +119,26 @@ impl Step {
             .collect()
     }
 
-    /// Parses a step line; the error says which field is wrong.
+    /// Parses a step line's text, `Ok(None)` for a summary line (one with a
+    /// `summary` key). Most lines are well-formed steps and deserialize straight into
+    /// a `Step`, without building a JSON value (half of `poolc conform`'s reading
+    /// cost, issue #16 item 3); any other line is read as a value, so that a bad one
+    /// gets [`Step::from_value`]'s message naming its field and a good summary line is
+    /// told apart.
+    pub fn parse(text: &str) -> Result<Option<Step>, String> {
+        if let Ok(step) = serde_json::from_str::<Step>(text)
+            && !text.contains("\"summary\"")
+        {
+            return Ok(Some(step));
+        }
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        if v.get("summary").is_some() {
+            return Ok(None);
+        }
+        Step::from_value(&v).map(Some)
+    }
+
+    /// Parses a step line read as a JSON value; the error says which field is wrong.
     pub fn from_value(v: &Value) -> Result<Step, String> {
         let num = |k: &str| {
             v.get(k)
@@ -177,5 +201,79 @@ impl Step {
             waiting: num("waiting")?,
             free_blocks: num("free_blocks")?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str = r#"{"step":7,"arrivals":["r3"],"admitted":[["r3","new",16,40]],"cont":[["r1",8]],"preempted":[],"finished":["r0"],"n_sched_tokens":49,"n_decode":1,"running":2,"waiting":0,"free_blocks":12,"sched":{"anything":[1,2]}}"#;
+
+    fn by_value(text: &str) -> Result<Step, String> {
+        Step::from_value(&serde_json::from_str(text).unwrap())
+    }
+
+    #[test]
+    fn a_well_formed_line_parses_straight_to_what_its_value_gives() {
+        let step = Step::parse(LINE).unwrap().unwrap();
+        assert_eq!(step, by_value(LINE).unwrap());
+        assert_eq!(
+            step.admitted,
+            [("r3".to_string(), "new".to_string(), 16, 40)]
+        );
+        assert_eq!(step.cont, [("r1".to_string(), 8)]);
+        assert_eq!(
+            (step.step, step.n_sched_tokens, step.free_blocks),
+            (7, 49, 12)
+        );
+        // `sched` is not part of the record; the line prints back without it.
+        assert!(!step.to_line().contains("\"sched\""));
+    }
+
+    #[test]
+    fn a_summary_line_is_told_apart_and_an_id_named_summary_is_not_one() {
+        assert_eq!(Step::parse(r#"{"summary":true,"steps":3}"#), Ok(None));
+        let odd = LINE.replace("\"r0\"", "\"summary\"");
+        let step = Step::parse(&odd).unwrap().unwrap();
+        assert_eq!(step.finished, ["summary"]);
+    }
+
+    #[test]
+    fn a_bad_line_gets_the_message_naming_its_field() {
+        for (from, to, message) in [
+            (
+                "\"n_decode\":1",
+                "\"n_decode\":-1",
+                "`n_decode` is missing or not a whole number ≥ 0",
+            ),
+            (
+                "\"running\":2,",
+                "",
+                "`running` is missing or not a whole number ≥ 0",
+            ),
+            (
+                "\"waiting\":0",
+                "\"waiting\":0.5",
+                "`waiting` is missing or not a whole number ≥ 0",
+            ),
+            (
+                "[\"r1\",8]",
+                "[\"r1\"]",
+                "`cont` entry [\"r1\"] is not [id, tokens]",
+            ),
+            (
+                "\"finished\":[\"r0\"]",
+                "\"finished\":[0]",
+                "`finished` holds a non-string",
+            ),
+        ] {
+            assert!(LINE.contains(from), "{from}");
+            let bad = LINE.replace(from, to);
+            assert_eq!(Step::parse(&bad), Err(message.to_string()), "{bad}");
+            assert_eq!(by_value(&bad), Err(message.to_string()), "{bad}");
+        }
+        let e = Step::parse("{\"step\": oops}").unwrap_err();
+        assert!(e.starts_with("not JSON: "), "{e}");
     }
 }

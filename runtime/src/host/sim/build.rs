@@ -167,7 +167,10 @@ impl Host<'_> {
     /// The report's latency accumulators: bounded sketches, or exact lists reserved
     /// to their bounds when the whole workload is known (one TTFT and E2E per
     /// session, one ITL per later token) so that a warm replay does not reallocate.
-    pub(super) fn samples(&self, exact: bool) -> Samples {
+    pub(super) fn samples(&self, exact: bool, none: bool) -> Samples {
+        if none {
+            return Samples::unkept();
+        }
         if !exact {
             return Samples::sketch();
         }
