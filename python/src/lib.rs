@@ -22,10 +22,10 @@ use poolc::aot::object::{Prefix, Target};
 use poolc::aot::{self, BuildOptions, Emit};
 use poolc::diag::{self, Diagnostic};
 use poolc::tools::eval::{self, Backend, Site};
-use poolc::tools::run::{self, Source, Watch};
+use poolc::tools::run::{self, RunError, Source, Watch};
 use poolc::{Compiled, Options};
-use poolrt::host::{Latency, Observer};
-use poolrt::trace::{Format, Workload};
+use poolrt::host::{HostError, Latency, Observer};
+use poolrt::trace::{Format, SessionSource, Workload};
 use pyo3::call::PyCallArgs;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -401,7 +401,10 @@ fn run_json(
     exact: bool,
 ) -> PyResult<String> {
     let wall = Instant::now();
-    let workload = match workload {
+    // Rows the caller built are held whole (the caller holds them anyway); a trace
+    // file or a synthetic workload is read one session at a time as the replay
+    // reaches it, as `poolc run` reads it (docs/HOST.md, "Memory").
+    let input = match workload {
         Some(rows) => {
             if trace.is_some() || synthetic.is_some() {
                 return Err(error(
@@ -410,11 +413,13 @@ fn run_json(
                     ("give workload rows, a trace or a synthetic workload, not two".to_string(),),
                 ));
             }
-            workload_of(py, &rows)?
+            Input::Rows(workload_of(py, &rows)?)
         }
-        None => source_of(py, trace, format, synthetic, seed)?
-            .workload()
-            .map_err(|e| error(py, "TraceError", (e.to_string(),)))?,
+        None => Input::Streamed(
+            source_of(py, trace, format, synthetic, seed)?
+                .sessions(1.0)
+                .map_err(|e| error(py, "TraceError", (e.to_string(),)))?,
+        ),
     };
     let mut log_file = match &log {
         None => None,
@@ -441,33 +446,43 @@ fn run_json(
             }
         };
         let mut kept = Latencies::default();
-        let report = run::replay(
-            compiled,
-            &workload,
-            Watch {
-                log: log_file.as_mut().map(|w| w as &mut dyn Write),
-                observer: if samples { Some(&mut kept) } else { None },
-                progress: if progress { Some(&mut bar) } else { None },
-                exact_percentiles: exact,
-            },
-        )
-        .map_err(|e| e.to_string())?;
+        let watch = Watch {
+            log: log_file.as_mut().map(|w| w as &mut dyn Write),
+            observer: if samples { Some(&mut kept) } else { None },
+            progress: if progress { Some(&mut bar) } else { None },
+            exact_percentiles: exact,
+        };
+        let report = match input {
+            Input::Rows(w) => run::replay(compiled, &w, watch),
+            Input::Streamed(sessions) => run::replay_sessions(compiled, sessions, watch),
+        }
+        .map_err(|e| match e {
+            // A bad line deep in the file, found when the replay reached it.
+            RunError::Host(HostError::Trace(t)) => ("TraceError", t.to_string()),
+            other => ("RunError", other.to_string()),
+        })?;
         if let Some(w) = log_file.as_mut() {
             w.flush()
-                .map_err(|e| format!("cannot write the log: {e}"))?;
+                .map_err(|e| ("RunError", format!("cannot write the log: {e}")))?;
         }
         let elapsed = wall.elapsed().as_secs_f64();
         let mut value = run::report_json(&report, &spec.name, spec.title.as_deref(), elapsed)
-            .map_err(|e| format!("cannot encode the report: {e}"))?;
+            .map_err(|e| ("RunError", format!("cannot encode the report: {e}")))?;
         if samples && let Some(obj) = value.as_object_mut() {
             obj.insert(
                 "samples".into(),
                 serde_json::json!({"ttft": kept.ttft, "itl": kept.itl, "e2e": kept.e2e}),
             );
         }
-        Ok::<String, String>(value.to_string())
+        Ok::<String, (&str, String)>(value.to_string())
     });
-    result.map_err(|e| error(py, "RunError", (e,)))
+    result.map_err(|(class, e)| error(py, class, (e,)))
+}
+
+/// What `run_json` replays: rows held whole, or sessions read one at a time.
+enum Input {
+    Rows(Workload),
+    Streamed(Box<dyn SessionSource + Send>),
 }
 
 /// The sessions of a trace file, as a list of dicts.

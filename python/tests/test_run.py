@@ -253,3 +253,20 @@ def test_a_deadlocked_replay_raises_run_error_naming_its_sessions(tmp_path, cli)
     out = cli("run", spec, "--trace", trace)
     assert out.returncode == 1
     assert out.stderr.strip() == "poolc: " + str(e.value)
+
+
+def test_a_bad_line_deep_in_a_trace_raises_trace_error_once_the_replay_reaches_it(tmp_path):
+    # The file is read one session at a time: 300 good sessions replay (and log)
+    # before line 301, out of arrival order, stops the run.
+    trace, log = tmp_path / "late.jsonl", tmp_path / "late.log.jsonl"
+    lines = [json.dumps({"arrival": i * 0.01, "prompt": 100, "output": 4}) for i in range(300)]
+    lines.append(json.dumps({"arrival": 1.0, "prompt": 100, "output": 4}))
+    trace.write_text("\n".join(lines) + "\n")
+    spec = poolc.compile("examples/vllm.pool")
+    with pytest.raises(poolc.TraceError, match=r"late.jsonl:301: arrival 1(\.0)? s is earlier"):
+        poolc.run(spec, trace=trace, log=log)
+    written = log.read_text().splitlines()
+    assert len(written) > 300 and not any('"complete"' in l for l in written)
+    # The good part alone replays: the same file cut before the bad line.
+    trace.write_text("\n".join(lines[:300]) + "\n")
+    assert poolc.run(spec, trace=trace)["finished"] == 300

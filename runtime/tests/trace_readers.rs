@@ -304,3 +304,31 @@ fn synthetic_workloads_are_seeded_and_share_prefixes() {
     }
     assert!(repeated > 100, "{repeated} repeated runs");
 }
+
+#[test]
+fn a_file_opened_for_streaming_counts_its_rows_for_the_progress_bar() {
+    use poolrt::trace::SessionSource;
+    for (name, rows) in [
+        ("mooncake_conversation_trace.jsonl", 12_031),
+        ("azure_llm_2023_code.csv", 8_819),
+    ] {
+        let mut r = trace::open_path(&bundled(name), None).unwrap();
+        assert_eq!(r.len_hint(), Some(rows), "{name}");
+        let mut n = 0u64;
+        while r.next_session().unwrap().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, rows, "{name}: the hint is the sessions read");
+    }
+    // Blank lines (and a last line without its newline) count as a reader reads them.
+    let path = std::env::temp_dir().join(format!("poolc-rows-{}.jsonl", std::process::id()));
+    std::fs::write(
+        &path,
+        "\n{\"arrival\": 0, \"prompt\": 5, \"output\": 1}\n  \n\r\n{\"arrival\": 1, \"prompt\": 5, \"output\": 1}",
+    )
+    .unwrap();
+    let r = trace::open_path(&path, None).unwrap();
+    assert_eq!(r.len_hint(), Some(2));
+    assert_eq!(trace::read_path(&path, None).unwrap().sessions.len(), 2);
+    let _ = std::fs::remove_file(path);
+}

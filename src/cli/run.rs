@@ -93,7 +93,7 @@ impl WorkloadArgs {
 
     /// The sessions, read or generated one at a time where possible
     /// ([`Source::sessions`]), at the asked arrival rate.
-    pub(super) fn sessions(&self) -> Result<Box<dyn SessionSource>, String> {
+    pub(super) fn sessions(&self) -> Result<Box<dyn SessionSource + Send>, String> {
         self.source()
             .sessions(self.rate_scale)
             .map_err(|e| e.to_string())
@@ -182,7 +182,10 @@ pub fn run(args: RunArgs) -> ExitCode {
         Watch {
             log: log_file.as_mut().map(|w| w as &mut dyn Write),
             observer: series.as_mut().map(|s| s as &mut dyn Observer),
-            progress: Some(&mut progress),
+            // Only a terminal shows the bar, and only there is the total needed.
+            progress: bar
+                .terminal
+                .then_some(&mut progress as &mut dyn FnMut(u64, u64)),
             exact_percentiles: args.workload.exact,
         },
         &stop,

@@ -62,7 +62,7 @@ impl Source {
     /// replay reaches them, so memory stays flat in their number (docs/HOST.md
     /// "Memory"): synthetic sessions are generated, a trace file is read line by line
     /// (a bad line fails the replay when it is reached, naming its line).
-    pub fn sessions(&self, rate_scale: f64) -> Result<Box<dyn SessionSource>, TraceError> {
+    pub fn sessions(&self, rate_scale: f64) -> Result<Box<dyn SessionSource + Send>, TraceError> {
         match self {
             Source::Synthetic { n, seed } => {
                 trace::session_limit(*n).map_err(|m| TraceError::new("--synthetic", 0, m))?;
@@ -136,8 +136,20 @@ pub fn replay_until<'a>(
     replay_with_stop(compiled, workload, watch, Some(stop))
 }
 
+/// [`replay`] over sessions read one at a time (`Host::streaming`), as Python's
+/// `poolc.run` replays a trace file or a synthetic workload.
+pub fn replay_sessions<'a>(
+    compiled: &Compiled,
+    sessions: Box<dyn SessionSource + 'a>,
+    watch: Watch<'a>,
+) -> Result<Report, RunError> {
+    let host = Host::streaming(host_config(compiled)?, sessions).map_err(RunError::Host)?;
+    run_host(host, watch, None)
+}
+
 /// [`replay_until`] over sessions read one at a time (`Host::streaming`): what
-/// `poolc run` replays, so that a long synthetic workload is never held whole.
+/// `poolc run` replays, so that a long trace or synthetic workload is never held
+/// whole.
 pub fn replay_sessions_until<'a>(
     compiled: &Compiled,
     sessions: Box<dyn SessionSource + 'a>,

@@ -7,9 +7,10 @@
 //! What a row means is each format's module's business; this file owns the loop, the
 //! line numbers and the checks common to all formats. It never panics on input.
 
+use std::cell::OnceCell;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::{
     ChainCheck, Format, LineLimit, Next, SessionSource, SessionSpec, TraceError, Workload, azure,
@@ -34,6 +35,10 @@ pub struct Reader<R: Read> {
     scale: f64,
     /// The session last handed out by [`SessionSource::next_session`].
     current: Option<SessionSpec>,
+    /// The file to count rows in for [`SessionSource::len_hint`] (set by
+    /// [`open_path`]), and the count once asked for.
+    rows_in: Option<(PathBuf, Format)>,
+    row_count: OnceCell<Option<u64>>,
 }
 
 /// The rows of one format.
@@ -68,6 +73,8 @@ impl<R: Read> Reader<R> {
             previous: None,
             scale: 1.0,
             current: None,
+            rows_in: None,
+            row_count: OnceCell::new(),
         })
     }
 
@@ -140,8 +147,14 @@ impl<R: Read> SessionSource for Reader<R> {
         &self.file
     }
 
+    /// The file's rows, counted by a scan of its bytes the first time it is asked
+    /// for (only a progress bar asks): a hint, since a CSV field may hold a newline.
+    /// `None` for a reader not made by [`open_path`].
     fn len_hint(&self) -> Option<u64> {
-        None
+        *self.row_count.get_or_init(|| {
+            let (path, format) = self.rows_in.as_ref()?;
+            count_rows(path, *format)
+        })
     }
 
     fn next_session(&mut self) -> Result<Option<Next<'_>>, TraceError> {
@@ -170,7 +183,38 @@ pub fn open_path(path: &Path, format: Option<Format>) -> Result<Reader<File>, Tr
             Format::detect(path, first)
         }
     };
-    Reader::new(format, open()?, &name)
+    let mut reader = Reader::new(format, open()?, &name)?;
+    reader.rows_in = Some((path.to_path_buf(), format));
+    Ok(reader)
+}
+
+/// A file's non-blank lines, less an Azure CSV's header; `None` if it cannot be read
+/// (the reader reports that itself).
+fn count_rows(path: &Path, format: Format) -> Option<u64> {
+    let mut file = BufReader::with_capacity(1 << 16, File::open(path).ok()?);
+    let (mut rows, mut blank) = (0u64, true);
+    loop {
+        let buf = file.fill_buf().ok()?;
+        if buf.is_empty() {
+            break;
+        }
+        for &b in buf {
+            if b == b'\n' {
+                rows += u64::from(!blank);
+                blank = true;
+            } else if !b.is_ascii_whitespace() {
+                blank = false;
+            }
+        }
+        let n = buf.len();
+        file.consume(n);
+    }
+    rows += u64::from(!blank);
+    Some(if format == Format::Azure {
+        rows.saturating_sub(1)
+    } else {
+        rows
+    })
 }
 
 /// The non-blank lines of a reader with their 1-based numbers, one line in memory at

@@ -387,8 +387,9 @@ impl Host<'_> {
     fn done_one(&mut self, io: &mut Io<'_>) {
         self.done += 1;
         self.guard.progress(self.now);
-        let total = self.src.len_hint().unwrap_or(self.shared.sess.end());
         if let Some(f) = io.progress.as_mut() {
+            // Asked only for a progress bar: a trace file counts its rows for it.
+            let total = self.src.len_hint().unwrap_or(self.shared.sess.end());
             f(self.done, total);
         }
     }
