@@ -188,16 +188,14 @@ fn a_bad_line_fails_a_streamed_replay_when_it_is_reached_and_names_it() {
         .unwrap()
         .run(options())
         .unwrap_err();
-    match e {
-        HostError::Trace(t) => {
-            assert_eq!(t.line, 201, "{t}");
-            assert!(t.message.contains("earlier than the previous"), "{t}");
-            assert_eq!(t.file, path.display().to_string());
-        }
+    let t = match e {
+        HostError::Trace(t) => t,
         other => panic!("expected a trace error, got {other}"),
-    }
+    };
+    assert_eq!(t.line, 201, "{t}");
+    assert!(t.message.contains("earlier than the previous"), "{t}");
+    assert_eq!(t.file, path.display().to_string());
     // Read whole, the same file fails with the same error.
-    let whole = trace::read_path(&path, None).unwrap_err();
-    assert_eq!(whole.line, 201);
+    assert_eq!(trace::read_path(&path, None).unwrap_err(), t);
     let _ = std::fs::remove_file(path);
 }

@@ -434,15 +434,16 @@ fn run_json(
     let compiled = &spec.compiled;
     // The replay is all Rust: other Python threads run meanwhile.
     let result = py.allow_threads(|| {
-        let mut shown = 0u64;
+        // The last share printed, in per cent.
+        let mut shown: Option<u64> = None;
         let mut bar = |done: u64, total: u64| {
-            // At most a hundred updates, on stderr, never in the report.
-            if total > 0 && (done * 100 / total > shown || done == total) {
-                shown = done * 100 / total;
+            // At most 101 updates, on stderr, never in the report. A trace file's
+            // total is its row count, a hint (docs/HOST.md, "Memory"): the share is
+            // capped at 100, and the line ends when the run does.
+            let share = (done * 100).checked_div(total).unwrap_or(100).min(100);
+            if shown.is_none_or(|s| share > s) {
+                shown = Some(share);
                 eprint!("\rpoolc: {done}/{total} sessions");
-                if done == total {
-                    eprintln!();
-                }
             }
         };
         let mut kept = Latencies::default();
@@ -452,11 +453,14 @@ fn run_json(
             progress: if progress { Some(&mut bar) } else { None },
             exact_percentiles: exact,
         };
-        let report = match input {
+        let result = match input {
             Input::Rows(w) => run::replay(compiled, &w, watch),
             Input::Streamed(sessions) => run::replay_sessions(compiled, sessions, watch),
+        };
+        if shown.is_some() {
+            eprintln!();
         }
-        .map_err(|e| match e {
+        let report = result.map_err(|e| match e {
             // A bad line deep in the file, found when the replay reached it.
             RunError::Host(HostError::Trace(t)) => ("TraceError", t.to_string()),
             other => ("RunError", other.to_string()),

@@ -217,21 +217,31 @@ impl poolrt::host::Observer for CountLatencies {
 #[test]
 fn no_latencies_leaves_the_reports_latencies_empty_and_changes_nothing_else() {
     let (w, _) = mooncake_500();
-    let run = |no_latencies: bool| {
+    let run = |no_latencies: bool, exact_percentiles: bool| {
         let mut seen = CountLatencies::default();
         let r = Host::new(vllm_example(), &w)
             .unwrap()
             .run(RunOptions {
                 observer: Some(&mut seen),
                 no_latencies,
+                exact_percentiles,
                 ..RunOptions::default()
             })
             .unwrap();
         (r, seen.0)
     };
-    let (kept, told_kept) = run(false);
-    let (mut none, told_none) = run(true);
-    for p in [&none.ttft, &none.itl, &none.e2e] {
+    let (kept, told_kept) = run(false, false);
+    let (mut none, told_none) = run(true, false);
+    // `no_latencies` wins over `exact_percentiles`.
+    let (none_exact, _) = run(true, true);
+    for p in [
+        &none.ttft,
+        &none.itl,
+        &none.e2e,
+        &none_exact.ttft,
+        &none_exact.itl,
+        &none_exact.e2e,
+    ] {
         assert_eq!((p.count, p.mean, p.p50, p.p99), (0, None, None, None));
     }
     // The observer is told every moment either way: a first token and a finish per

@@ -332,3 +332,37 @@ fn a_file_opened_for_streaming_counts_its_rows_for_the_progress_bar() {
     assert_eq!(trace::read_path(&path, None).unwrap().sessions.len(), 2);
     let _ = std::fs::remove_file(path);
 }
+
+#[test]
+fn a_pipe_is_read_once_its_rows_are_not_counted() {
+    use poolrt::trace::SessionSource;
+    let fifo = std::env::temp_dir().join(format!("poolc-fifo-{}.jsonl", std::process::id()));
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let lines: String = (0..50)
+                .map(|i| format!("{{\"arrival\": {i}, \"prompt\": 5, \"output\": 1}}\n"))
+                .collect();
+            std::fs::write(&fifo, lines).unwrap();
+        })
+    };
+    // The format given, so nothing reads the pipe before the reader does.
+    let mut r = trace::open_path(&fifo, Some(Format::Jsonl)).unwrap();
+    assert_eq!(
+        r.len_hint(),
+        None,
+        "counting would take the rows from the replay"
+    );
+    let mut n = 0;
+    while r.next_session().unwrap().is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 50);
+    writer.join().unwrap();
+    let _ = std::fs::remove_file(fifo);
+}

@@ -143,8 +143,7 @@ pub fn replay_sessions<'a>(
     sessions: Box<dyn SessionSource + 'a>,
     watch: Watch<'a>,
 ) -> Result<Report, RunError> {
-    let host = Host::streaming(host_config(compiled)?, sessions).map_err(RunError::Host)?;
-    run_host(host, watch, None)
+    replay_streamed(compiled, sessions, watch, None)
 }
 
 /// [`replay_until`] over sessions read one at a time (`Host::streaming`): what
@@ -156,8 +155,17 @@ pub fn replay_sessions_until<'a>(
     watch: Watch<'a>,
     stop: &'a AtomicBool,
 ) -> Result<Report, RunError> {
+    replay_streamed(compiled, sessions, watch, Some(stop))
+}
+
+fn replay_streamed<'a>(
+    compiled: &Compiled,
+    sessions: Box<dyn SessionSource + 'a>,
+    watch: Watch<'a>,
+    stop: Option<&'a AtomicBool>,
+) -> Result<Report, RunError> {
     let host = Host::streaming(host_config(compiled)?, sessions).map_err(RunError::Host)?;
-    run_host(host, watch, Some(stop))
+    run_host(host, watch, stop)
 }
 
 fn host_config(compiled: &Compiled) -> Result<poolrt::host::HostConfig, RunError> {

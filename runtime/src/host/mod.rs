@@ -40,7 +40,9 @@ pub struct RunOptions<'a> {
     /// the order they happen; `None`: nobody else watches.
     pub observer: Option<&'a mut dyn Observer>,
     /// Called with (sessions done, sessions in all) whenever a session finishes or
-    /// is rejected, so a CLI can draw a progress bar.
+    /// is rejected, so a CLI can draw a progress bar. "In all" is the source's
+    /// `len_hint` (for a trace file, its row count: an estimate), else the sessions
+    /// read so far.
     pub progress: Option<&'a mut dyn FnMut(u64, u64)>,
     /// Read between events: once it holds `true`, the run stops with
     /// [`HostError::Interrupted`] (a CLI sets it from SIGINT); `None`: never stops.

@@ -229,8 +229,9 @@ type Recorded = (Vec<(String, Step)>, Option<Value>);
 
 fn read_steps(path: &Path) -> Result<Recorded, OracleError> {
     let text = read(path)?;
-    // One step a line: room for them all up front spares the copies of a growing list.
-    let mut steps = Vec::with_capacity(text.lines().count());
+    // One step a line: room for them up front spares the copies of a growing list
+    // (at most 65,536 steps' worth, whatever a malformed file's line count).
+    let mut steps = Vec::with_capacity(text.lines().count().min(1 << 16));
     let mut summary = None;
     for line in lines(path, &text) {
         let err = |message: String| line.err(message);

@@ -124,10 +124,14 @@ impl Step {
     /// a `Step`, without building a JSON value (half of `poolc conform`'s reading
     /// cost, issue #16 item 3); any other line is read as a value, so that a bad one
     /// gets [`Step::from_value`]'s message naming its field and a good summary line is
-    /// told apart.
+    /// told apart. The straight way is taken only where it reads what the value does:
+    /// an object (serde's derive would also take an array of the fields in order)
+    /// with no escape (a key such as `"\u0073ummary"` is `summary`) and no `summary`.
     pub fn parse(text: &str) -> Result<Option<Step>, String> {
-        if let Ok(step) = serde_json::from_str::<Step>(text)
+        if text.trim_start().starts_with('{')
+            && !text.contains('\\')
             && !text.contains("\"summary\"")
+            && let Ok(step) = serde_json::from_str::<Step>(text)
         {
             return Ok(Some(step));
         }
@@ -275,5 +279,28 @@ mod tests {
         }
         let e = Step::parse("{\"step\": oops}").unwrap_err();
         assert!(e.starts_with("not JSON: "), "{e}");
+    }
+
+    #[test]
+    fn the_straight_way_takes_nothing_the_value_refuses_or_calls_a_summary() {
+        // serde's derive would read an array of the fields in order as a step.
+        let array = "[0,[],[],[],[],[],0,0,0,0,0]";
+        assert!(
+            serde_json::from_str::<Step>(array).is_ok(),
+            "the derive takes it"
+        );
+        let refused = by_value(array).unwrap_err();
+        assert_eq!(Step::parse(array), Err(refused));
+        // An escaped `summary` key is a summary line, step fields or not.
+        let escaped = LINE.replacen("{", "{\"\\u0073ummary\":true,", 1);
+        assert!(
+            serde_json::from_str::<Step>(&escaped).is_ok(),
+            "the derive takes it"
+        );
+        assert_eq!(Step::parse(&escaped), Ok(None));
+        // Escapes elsewhere read as the value reads them.
+        let id = LINE.replace("\"r3\"", "\"r\\u0033\"");
+        assert_eq!(Step::parse(&id), Ok(Some(by_value(&id).unwrap())));
+        assert_eq!(Step::parse(&id).unwrap().unwrap().arrivals, ["r3"]);
     }
 }

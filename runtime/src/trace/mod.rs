@@ -110,8 +110,9 @@ pub struct SessionSpec {
     /// The prompt's content runs (R2), adding up to `prompt`; empty when the trace
     /// has no content information (the host then gives the prompt a run of its own).
     pub runs: Vec<Run>,
-    /// Extra numeric fields as (index into [`Workload::fields`], value), ascending by
-    /// index: they become session attributes of the same name.
+    /// Extra numeric fields as (index into the field names — [`Workload::fields`], or
+    /// [`Next::fields`] from a [`SessionSource`] — value), ascending by index: they
+    /// become session attributes of the same name.
     pub extra: Vec<(u32, f64)>,
     /// The trace's own name for it (our JSONL's optional `id`), if any.
     pub name: Option<String>,
@@ -165,8 +166,8 @@ impl Workload {
 pub trait SessionSource {
     /// Where the sessions come from, for messages and the report.
     fn source(&self) -> &str;
-    /// How many sessions there will be, when known in advance (the progress bar's
-    /// total).
+    /// How many sessions there will be, when known in advance or estimated (a trace
+    /// file's row count): the progress bar's total, never a result.
     fn len_hint(&self) -> Option<u64>;
     /// The next session, `None` after the last. The borrow lasts until the next call.
     fn next_session(&mut self) -> Result<Option<Next<'_>>, TraceError>;

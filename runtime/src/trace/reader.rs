@@ -36,7 +36,7 @@ pub struct Reader<R: Read> {
     /// The session last handed out by [`SessionSource::next_session`].
     current: Option<SessionSpec>,
     /// The file to count rows in for [`SessionSource::len_hint`] (set by
-    /// [`open_path`]), and the count once asked for.
+    /// [`open_path`] for a regular file), and the count once asked for.
     rows_in: Option<(PathBuf, Format)>,
     row_count: OnceCell<Option<u64>>,
 }
@@ -88,36 +88,34 @@ impl<R: Read> Reader<R> {
     /// The next session, checked; `None` after the last.
     fn next_owned(&mut self) -> Result<Option<SessionSpec>, TraceError> {
         let file = self.file.as_str();
-        let (n, mut s) = match &mut self.rows {
+        let limit = || session_limit(self.count + 1);
+        // A JSON line is parsed only within the limit; a CSV row is parsed first.
+        let (n, row) = match &mut self.rows {
             Rows::Mooncake { lines, t0 } => {
                 let Some(n) = lines.next_row()? else {
                     return Ok(None);
                 };
-                let err = |m: String| TraceError::new(file, n, m);
-                session_limit(self.count + 1).map_err(err)?;
-                (n, mooncake::row(lines.text(), n, t0).map_err(err)?)
+                (n, limit().and_then(|()| mooncake::row(lines.text(), n, t0)))
             }
             Rows::Jsonl(lines) => {
                 let Some(n) = lines.next_row()? else {
                     return Ok(None);
                 };
-                let err = |m: String| TraceError::new(file, n, m);
-                session_limit(self.count + 1).map_err(err)?;
+                let fields = &mut self.fields;
                 (
                     n,
-                    jsonl::row(lines.text(), n, &mut self.fields).map_err(err)?,
+                    limit().and_then(|()| jsonl::row(lines.text(), n, fields)),
                 )
             }
             Rows::Azure(rows) => {
                 let Some((n, s)) = rows.next_row()? else {
                     return Ok(None);
                 };
-                let err = |m: String| TraceError::new(file, n, m);
-                session_limit(self.count + 1).map_err(err)?;
-                (n, s)
+                (n, limit().map(|()| s))
             }
         };
         let err = |m: String| TraceError::new(file, n, m);
+        let mut s = row.map_err(err)?;
         check_session(&s, self.previous).map_err(err)?;
         self.chains.check(&s.runs, n).map_err(err)?;
         self.previous = Some(s.arrival);
@@ -149,7 +147,8 @@ impl<R: Read> SessionSource for Reader<R> {
 
     /// The file's rows, counted by a scan of its bytes the first time it is asked
     /// for (only a progress bar asks): a hint, since a CSV field may hold a newline.
-    /// `None` for a reader not made by [`open_path`].
+    /// `None` for a reader not made by [`open_path`], or of something other than a
+    /// regular file (a pipe cannot be read twice).
     fn len_hint(&self) -> Option<u64> {
         *self.row_count.get_or_init(|| {
             let (path, format) = self.rows_in.as_ref()?;
@@ -184,7 +183,11 @@ pub fn open_path(path: &Path, format: Option<Format>) -> Result<Reader<File>, Tr
         }
     };
     let mut reader = Reader::new(format, open()?, &name)?;
-    reader.rows_in = Some((path.to_path_buf(), format));
+    // Only a regular file can be read twice: counting a pipe's rows would take them
+    // from the replay.
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        reader.rows_in = Some((path.to_path_buf(), format));
+    }
     Ok(reader)
 }
 
