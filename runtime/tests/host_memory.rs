@@ -82,6 +82,14 @@ fn config() -> poolrt::host::HostConfig {
     )
 }
 
+/// A replay of a workload held whole (`Host::new`), for the comparisons below.
+fn replay_whole(w: &trace::Workload) {
+    Host::new(config(), w)
+        .unwrap()
+        .run(RunOptions::default())
+        .unwrap();
+}
+
 fn streamed(n: usize) -> isize {
     peak(|| {
         let g = Generator::new(n, 3, SyntheticParams::default());
@@ -103,13 +111,7 @@ fn a_streamed_replay_of_ten_times_the_sessions_peaks_at_about_the_same_heap() {
     );
     // The measure sees a workload held whole: the same 30,000 sessions, generated up
     // front, take well over the streamed peak.
-    let whole = peak(|| {
-        let w = trace::synthetic(30_000, 3);
-        Host::new(config(), &w)
-            .unwrap()
-            .run(RunOptions::default())
-            .unwrap();
-    });
+    let whole = peak(|| replay_whole(&trace::synthetic(30_000, 3)));
     assert!(
         whole > 2 * large,
         "peak heap: {whole} bytes for 30,000 sessions held whole, {large} streamed"
@@ -154,13 +156,7 @@ fn a_trace_file_read_line_by_line_peaks_at_about_the_same_heap_for_ten_times_the
         large * 4 < small * 5,
         "peak heap: {small} bytes for 3,000 lines, {large} for 30,000"
     );
-    let whole = peak(|| {
-        let w = trace::read_path(&b, None).unwrap();
-        Host::new(config(), &w)
-            .unwrap()
-            .run(RunOptions::default())
-            .unwrap();
-    });
+    let whole = peak(|| replay_whole(&trace::read_path(&b, None).unwrap()));
     assert!(
         whole > 2 * large,
         "peak heap: {whole} bytes for 30,000 lines read whole, {large} line by line"
