@@ -11,9 +11,8 @@
 // `indexing_slicing` elsewhere; the engine's hot loops index on purpose.
 #![allow(clippy::indexing_slicing)]
 
-use std::collections::hash_map::Entry as MapEntry;
+mod index;
 
-use crate::hash::{RunLocal, RunLocalMap};
 use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
 
 /// "No block" in the intrusive links below.
@@ -88,10 +87,9 @@ pub(crate) struct Entry {
 pub(crate) struct Store {
     blocks: Vec<Block>,
     free_blocks: Vec<BlockId>,
-    /// Key → the earliest registered copy still present (held or cached). Later
-    /// copies hang off it through `next_dup`. Used for lookups only; hashed so that a
-    /// run's blocks sit side by side ([`RunLocal`]).
-    index: RunLocalMap<BlockKey, BlockId>,
+    /// Key → the earliest registered copy still present (held or cached), grouped
+    /// by run. Later copies hang off it through `next_dup`.
+    index: index::Index,
     entries: Vec<Option<Entry>>,
     free_entries: Vec<EntrySlot>,
     /// Live entries in release order (lru order and the tie rule), as a list
@@ -149,7 +147,7 @@ impl Store {
         Store {
             blocks: Vec::new(),
             free_blocks: Vec::new(),
-            index: RunLocalMap::with_hasher(RunLocal::new(block)),
+            index: index::Index::new(block),
             entries: Vec::new(),
             free_entries: Vec::new(),
             oldest: EntrySlot::NIL,
@@ -243,7 +241,7 @@ impl Store {
 
     /// The earliest registered copy still present with this key.
     pub fn lookup(&self, key: &BlockKey) -> Option<BlockId> {
-        self.index.get(key).copied()
+        self.index.get(key)
     }
 
     /// Starts watching a new set of keys (empty, untouched).
@@ -323,19 +321,11 @@ impl Store {
         self.watch.touch(&key);
         self.block_mut(b).key = Some(key);
         self.block_mut(b).next_dup = NO_BLOCK;
-        // One hash probe (the entry) rather than a lookup and then an insert: every
-        // allocated block of known content is registered, so this is hot.
-        match self.index.entry(key) {
-            MapEntry::Vacant(v) => {
-                v.insert(b);
+        if let Some(mut at) = self.index.insert_or_first(key, b) {
+            while self.blocks[at.0 as usize].next_dup != NO_BLOCK {
+                at = self.blocks[at.0 as usize].next_dup;
             }
-            MapEntry::Occupied(o) => {
-                let mut at = *o.get();
-                while self.blocks[at.0 as usize].next_dup != NO_BLOCK {
-                    at = self.blocks[at.0 as usize].next_dup;
-                }
-                self.blocks[at.0 as usize].next_dup = b;
-            }
+            self.blocks[at.0 as usize].next_dup = b;
         }
     }
 
@@ -345,17 +335,12 @@ impl Store {
         };
         self.watch.touch(&key);
         let next = std::mem::replace(&mut self.block_mut(b).next_dup, NO_BLOCK);
-        // One hash probe, as in `register`: every eviction comes through here.
-        let MapEntry::Occupied(mut o) = self.index.entry(key) else {
+        let Some(first) = self.index.get(&key) else {
             panic!("registered key {key} is not indexed");
         };
-        let first = *o.get();
         if first == b {
-            if next == NO_BLOCK {
-                o.remove();
-            } else {
-                *o.get_mut() = next;
-            }
+            self.index
+                .set_first(key, (next != NO_BLOCK).then_some(next));
             return;
         }
         let mut at = first;
@@ -701,11 +686,12 @@ impl Store {
                 "{cached} cached blocks but entries link {in_entries}"
             ));
         }
+        self.index.check()?;
         let mut indexed = 0usize;
-        for (key, &first) in &self.index {
+        for (key, first) in self.index.iter() {
             let mut at = first;
             while at != NO_BLOCK {
-                if self.block(at).key != Some(*key) {
+                if self.block(at).key != Some(key) {
                     return Err(format!("key {key} lists block {} of another key", at.0));
                 }
                 indexed += 1;

@@ -147,34 +147,31 @@ impl Chain {
         self.len().blocks_down(block)
     }
 
-    /// The key of block `k` (0-based) with blocks of `block` units; `None` when the
-    /// block is not entirely inside the chain.
-    pub fn block_key(&self, k: u64, block: u64) -> Option<BlockKey> {
-        let end = k.checked_add(1)?.checked_mul(block)?;
-        if end > self.len().0 {
-            return None;
-        }
-        let pos = end - 1;
-        // The run covering `pos` is the first whose end is beyond it.
-        let i = self.ends.partition_point(|&e| e <= pos);
-        let start = match i.checked_sub(1) {
-            None => 0,
-            Some(j) => *self.ends.get(j)?,
-        };
-        Some(BlockKey {
-            run: self.runs.get(i)?.id,
-            offset: pos - start,
-        })
+    /// The keys of the chain's full blocks, in chain order.
+    pub fn block_keys(&self, block: u64) -> BlockKeys<'_> {
+        self.block_keys_from(0, block)
     }
 
-    /// The keys of the chain's full blocks, in chain order (a linear walk, cheaper
-    /// than [`Chain::block_key`] per block when walking from the start).
-    pub fn block_keys(&self, block: u64) -> BlockKeys<'_> {
+    /// The keys of the chain's full blocks from block `k` (0-based) on: one search
+    /// for the run covering block `k`, then a linear walk (a holder registers its new
+    /// blocks this way, many at a time).
+    pub fn block_keys_from(&self, k: u64, block: u64) -> BlockKeys<'_> {
+        let next_end = k.checked_add(1).and_then(|n| n.checked_mul(block));
+        // The run covering the block's last unit is the first whose end is beyond it.
+        let run = next_end.map_or(0, |end| {
+            let pos = end.saturating_sub(1);
+            self.ends.partition_point(|&e| e <= pos)
+        });
+        let run_start = run
+            .checked_sub(1)
+            .and_then(|j| self.ends.get(j))
+            .copied()
+            .unwrap_or(0);
         BlockKeys {
             chain: self,
-            run: 0,
-            run_start: 0,
-            next_end: Some(block),
+            run,
+            run_start,
+            next_end,
             block,
         }
     }
@@ -338,9 +335,9 @@ mod tests {
             ]
         );
         for (k, key) in keys.iter().enumerate() {
-            assert_eq!(c.block_key(k as u64, 4), Some(*key));
+            assert_eq!(c.block_keys_from(k as u64, 4).next(), Some(*key));
         }
-        assert_eq!(c.block_key(2, 4), None);
+        assert_eq!(c.block_keys_from(2, 4).next(), None);
         assert_eq!(c.full_blocks(4), 2);
     }
 
@@ -349,7 +346,7 @@ mod tests {
         // A block ending exactly at a run's last unit belongs to that run.
         let c = chain(&[(1, 4), (2, 4)]);
         assert_eq!(
-            c.block_key(0, 4),
+            c.block_keys_from(0, 4).next(),
             Some(BlockKey {
                 run: RunId(1),
                 offset: 3
@@ -375,9 +372,25 @@ mod tests {
         // A maximal chain still walks without overflow.
         let c = Chain::new(vec![big]).unwrap();
         assert_eq!(
-            c.block_key(0, u64::MAX).map(|k| k.offset),
+            c.block_keys_from(0, u64::MAX).next().map(|k| k.offset),
             Some(u64::MAX - 1)
         );
         assert_eq!(c.block_keys(u64::MAX).count(), 1);
+        assert_eq!(c.block_keys_from(1, u64::MAX).next(), None);
+        assert_eq!(c.block_keys_from(u64::MAX, 2).next(), None);
+    }
+
+    #[test]
+    fn block_keys_from_k_is_the_walk_from_the_start_less_k() {
+        // Runs of assorted lengths, some shorter than a block, some ending on a block
+        // boundary, for several block sizes.
+        let c = chain(&[(1, 3), (2, 5), (3, 1), (4, 16), (5, 7), (6, 9)]);
+        for block in 1..=9 {
+            let all: Vec<_> = c.block_keys(block).collect();
+            for k in 0..=all.len() + 1 {
+                let from: Vec<_> = c.block_keys_from(k as u64, block).collect();
+                assert_eq!(from, all[k.min(all.len())..], "block {block}, from {k}");
+            }
+        }
     }
 }

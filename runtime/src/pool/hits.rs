@@ -25,15 +25,18 @@ pub(super) struct HitMemo {
 /// blocks are hittable from allocation (R7), up to `min(units, chain)`.
 pub(super) fn register_new(store: &mut Store, h: &mut Holder, block: u64) {
     let upto = Units(h.units).min(h.header.chain.len()).blocks_down(block);
-    while h.keyed < upto {
-        let key = h
-            .header
-            .chain
-            .block_key(h.keyed, block)
-            .expect("block inside the chain has a key");
-        store.register(h.blocks[h.keyed as usize], key);
-        h.keyed += 1;
+    if h.keyed >= upto {
+        return;
     }
+    let keys = h.header.chain.block_keys_from(h.keyed, block);
+    let new = h
+        .blocks
+        .get(h.keyed as usize..upto as usize)
+        .expect("a holder has a physical block for each full block of known content");
+    for (&b, key) in new.iter().zip(keys) {
+        store.register(b, key);
+    }
+    h.keyed = upto;
 }
 
 /// The keys a hit walk looks at (R4, R7): the chain's full blocks, head first,
