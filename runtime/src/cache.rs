@@ -13,6 +13,8 @@
 
 mod index;
 
+pub(crate) use index::Near;
+
 use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
 
 /// "No block" in the intrusive links below.
@@ -244,6 +246,12 @@ impl Store {
         self.index.get(key)
     }
 
+    /// [`Store::lookup`] for one of a walk's keys, in chain order: `near` carries
+    /// the walk's place in the index from key to key.
+    pub fn lookup_near(&self, key: &BlockKey, near: &mut Near) -> Option<BlockId> {
+        self.index.get_near(key, near)
+    }
+
     /// Starts watching a new set of keys (empty, untouched).
     pub fn watch_start(&mut self) {
         let w = &mut self.watch;
@@ -335,15 +343,12 @@ impl Store {
         };
         self.watch.touch(&key);
         let next = std::mem::replace(&mut self.block_mut(b).next_dup, NO_BLOCK);
-        let Some(first) = self.index.get(&key) else {
-            panic!("registered key {key} is not indexed");
-        };
-        if first == b {
-            self.index
-                .set_first(key, (next != NO_BLOCK).then_some(next));
+        let Some(mut at) = self
+            .index
+            .release(key, b, (next != NO_BLOCK).then_some(next))
+        else {
             return;
-        }
-        let mut at = first;
+        };
         while self.block(at).next_dup != b {
             at = self.block(at).next_dup;
             assert!(

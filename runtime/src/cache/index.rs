@@ -1,17 +1,20 @@
 //! The identity index of one block table: for each registered key, the earliest
 //! registered copy still present (R7; later copies hang off it in `cache.rs`). Keys
-//! are grouped by run: a group holds the slots of 32 consecutive blocks of one run,
-//! found through one small table (and mostly not even that: consecutive lookups are
-//! of one run), so that registering, hitting or evicting the blocks of one run touches
-//! one group instead of probing a table of every block (docs/PERFORMANCE.md, issue
-//! #16). It knows nothing of blocks' holders, entries or duplicates; lookups only, so
-//! no result depends on its layout.
+//! are grouped by run: a group holds the slots of consecutive blocks of one run
+//! spanning 512 units (a Mooncake hash id: 32 blocks of 16), at most 32 blocks,
+//! found through one small table and mostly not even that (consecutive registrations
+//! and evictions are of one run), so that registering, hitting or evicting the blocks
+//! of one run touches one group instead of probing a table of every block
+//! (docs/PERFORMANCE.md, issue #16). A group costs its slots however few are in use:
+//! runs much shorter than a group (or a tier holding scattered blocks of long runs)
+//! pay up to a group per key. It knows nothing of blocks' holders, entries or
+//! duplicates; lookups only, so no result depends on its layout.
 
-// Slots are indexed by a block number's remainder over the group size, and groups by
-// slots this index made (STYLE.md 7, as in cache.rs).
+// Slots are indexed by a group's number times the group width plus a block number's
+// remainder, and groups by slots this index made (STYLE.md 7, as in cache.rs).
 #![allow(clippy::indexing_slicing)]
 
-use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::collections::hash_map::Entry as MapEntry;
 
 use crate::hash::FxMap;
@@ -20,8 +23,9 @@ use crate::types::{BlockId, BlockKey, RunId};
 /// "No block" in a group's slots.
 const EMPTY: BlockId = BlockId(u32::MAX);
 
-/// Blocks per group: a Mooncake hash id is 32 blocks of 16 tokens.
-const GROUP: u64 = 32;
+/// Units a group spans, in blocks rounded to a power of two within 1..=32.
+const GROUP_UNITS: u64 = 512;
+const MAX_GROUP_SHIFT: u32 = 5;
 
 /// Offset → (block number, offset within the block): a shift and mask for the usual
 /// power-of-two block sizes (a division per key would cost more than the probe it
@@ -49,18 +53,17 @@ impl PerBlock {
     }
 }
 
-/// A run's blocks `GROUP * page ..` `GROUP * (page + 1)` (numbered by offset over
-/// the block size), as a group's table key.
+/// A run and the number of one of its groups (block number over the group width),
+/// as the groups' table key.
 type GroupKey = (RunId, u64);
 
 #[derive(Debug)]
 struct Group {
     key: GroupKey,
-    /// Offset within its block of every key held in `slots`. Keys of the group out of
-    /// step with it (a run met at two alignments, which R2 does not forbid an
-    /// embedder) are kept in [`Index::stray`].
+    /// Offset within its block of every key held in the group's slots. Keys of the
+    /// group out of step with it (a run met at two alignments, which R2 does not
+    /// forbid an embedder) are kept in [`Index::stray`].
     phase: u64,
-    slots: [BlockId; GROUP as usize],
     /// Slots in use.
     dense: u32,
     /// Keys of this group held in [`Index::stray`].
@@ -71,42 +74,57 @@ struct Group {
 #[derive(Debug)]
 pub(crate) struct Index {
     per_block: PerBlock,
+    /// log2 of the blocks a group holds.
+    shift: u32,
     groups_of: FxMap<GroupKey, u32>,
     groups: Vec<Group>,
-    /// Groups no run uses.
+    /// Group `g`'s slots are `slots[g << shift ..][.. 1 << shift]`.
+    slots: Vec<BlockId>,
+    /// Groups no run uses (all their slots empty).
     free: Vec<u32>,
     stray: FxMap<BlockKey, BlockId>,
     len: usize,
-    /// The key and slot of the last group looked up: consecutive keys are mostly of
-    /// one group (a holder's new blocks, an entry's tail, a hit walk), so most lookups
-    /// skip the table. [`NO_GROUP`] when unset; cleared when its group is freed.
-    last: Cell<(GroupKey, u32)>,
+    /// The last group a registration or removal used: the next is mostly of the
+    /// same run, and then skips the table. `None` once that group is freed.
+    last: Option<(GroupKey, u32)>,
 }
 
-const NO_GROUP: u32 = u32::MAX;
+/// The group a walk over one run's keys looked at last (a hit walk looks up a
+/// chain's blocks in order, so through one group after another).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Near(Option<(GroupKey, u32)>);
 
 /// Where a key's first copy is kept, or would be.
 enum Place {
-    Dense { group: u32, i: usize },
-    Stray { group: u32 },
+    /// In the group's slot `at` (an index into [`Index::slots`]).
+    Dense {
+        group: u32,
+        at: usize,
+    },
+    Stray {
+        group: u32,
+    },
 }
 
 impl Index {
     /// An empty index for a pool of `block` units a block (at least 1).
     pub fn new(block: u64) -> Index {
         let block = block.max(1);
+        let width = (GROUP_UNITS / block).max(1);
         Index {
             per_block: if block.is_power_of_two() {
                 PerBlock::Shift(block.trailing_zeros())
             } else {
                 PerBlock::Div(block)
             },
+            shift: width.ilog2().min(MAX_GROUP_SHIFT),
             groups_of: FxMap::default(),
             groups: Vec::new(),
+            slots: Vec::new(),
             free: Vec::new(),
             stray: FxMap::default(),
             len: 0,
-            last: Cell::new(((RunId(0), 0), NO_GROUP)),
+            last: None,
         }
     }
 
@@ -116,33 +134,35 @@ impl Index {
         self.len
     }
 
-    /// A key's group key, slot and phase.
+    /// A key's group key, slot within the group, and phase.
     #[inline]
     fn split(&self, key: &BlockKey) -> (GroupKey, usize, u64) {
         let (k, phase) = self.per_block.split(key.offset);
-        ((key.run, k / GROUP), (k % GROUP) as usize, phase)
-    }
-
-    /// The group of `key`, if it has one.
-    #[inline]
-    fn group_of(&self, key: GroupKey) -> Option<u32> {
-        let (last_key, last_group) = self.last.get();
-        if last_key == key && last_group != NO_GROUP {
-            return Some(last_group);
-        }
-        let &group = self.groups_of.get(&key)?;
-        self.last.set((key, group));
-        Some(group)
+        let i = (k & ((1 << self.shift) - 1)) as usize;
+        ((key.run, k >> self.shift), i, phase)
     }
 
     /// Where `key` is kept if present (`None`: its group does not exist).
     #[inline]
     fn place(&self, key: &BlockKey) -> Option<Place> {
+        self.place_near(key, &mut Near(self.last))
+    }
+
+    /// [`Index::place`], trying `near` first and leaving there the group found.
+    #[inline]
+    fn place_near(&self, key: &BlockKey, near: &mut Near) -> Option<Place> {
         let (gk, i, phase) = self.split(key);
-        let group = self.group_of(gk)?;
-        let g = &self.groups[group as usize];
-        if phase == g.phase && g.slots[i] != EMPTY {
-            Some(Place::Dense { group, i })
+        let group = match near.0 {
+            Some((last, group)) if last == gk => group,
+            _ => {
+                let group = *self.groups_of.get(&gk)?;
+                near.0 = Some((gk, group));
+                group
+            }
+        };
+        let at = ((group as usize) << self.shift) + i;
+        if phase == self.groups[group as usize].phase && self.slots[at] != EMPTY {
+            Some(Place::Dense { group, at })
         } else {
             Some(Place::Stray { group })
         }
@@ -151,8 +171,15 @@ impl Index {
     /// The first copy of `key`, if any.
     #[inline]
     pub fn get(&self, key: &BlockKey) -> Option<BlockId> {
-        match self.place(key)? {
-            Place::Dense { group, i } => Some(self.groups[group as usize].slots[i]),
+        self.get_near(key, &mut Near(self.last))
+    }
+
+    /// [`Index::get`] for one of a walk's keys: `near` carries the walk's group from
+    /// key to key (start it at `Near::default()`).
+    #[inline]
+    pub fn get_near(&self, key: &BlockKey, near: &mut Near) -> Option<BlockId> {
+        match self.place_near(key, near)? {
+            Place::Dense { at, .. } => Some(self.slots[at]),
             Place::Stray { group } => {
                 if self.groups[group as usize].stray == 0 {
                     None
@@ -168,9 +195,7 @@ impl Index {
     pub fn insert_or_first(&mut self, key: BlockKey, b: BlockId) -> Option<BlockId> {
         let (gk, i, phase) = self.split(&key);
         let group = match self.place(&key) {
-            Some(Place::Dense { group, i }) => {
-                return Some(self.groups[group as usize].slots[i]);
-            }
+            Some(Place::Dense { at, .. }) => return Some(self.slots[at]),
             Some(Place::Stray { group }) => {
                 if self.groups[group as usize].stray > 0
                     && let Some(&first) = self.stray.get(&key)
@@ -181,6 +206,7 @@ impl Index {
             }
             None => self.open_group(gk, phase),
         };
+        self.last = Some((gk, group));
         self.len += 1;
         let g = &mut self.groups[group as usize];
         if g.dense == 0 {
@@ -189,8 +215,8 @@ impl Index {
             g.phase = phase;
         }
         if phase == g.phase {
-            g.slots[i] = b;
             g.dense += 1;
+            self.slots[((group as usize) << self.shift) + i] = b;
         } else {
             g.stray += 1;
             self.stray.insert(key, b);
@@ -211,51 +237,49 @@ impl Index {
                 self.groups.push(Group {
                     key,
                     phase,
-                    slots: [EMPTY; GROUP as usize],
                     dense: 0,
                     stray: 0,
                 });
+                self.slots
+                    .resize(self.slots.len() + (1 << self.shift), EMPTY);
                 u32::try_from(self.groups.len() - 1).expect("more than 2^32 groups in one pool")
             }
         };
         self.groups_of.insert(key, group);
-        self.last.set((key, group));
         group
     }
 
-    /// Replaces the first copy of a present `key` by `next`, or removes the key when
-    /// `next` is `None`.
-    pub fn set_first(&mut self, key: BlockKey, next: Option<BlockId>) {
+    /// A copy `b` of a present `key` leaves: when it is the first copy, `next` (the
+    /// next copy, if any) takes its place, or the key goes, and this returns `None`;
+    /// otherwise it returns the first copy and changes nothing (the caller unlinks
+    /// `b` from the copies after it).
+    pub fn release(&mut self, key: BlockKey, b: BlockId, next: Option<BlockId>) -> Option<BlockId> {
         let place = self.place(&key).expect("registered key has a group");
         let group = match place {
-            Place::Dense { group, i } => {
-                let g = &mut self.groups[group as usize];
-                match next {
-                    Some(b) => {
-                        g.slots[i] = b;
-                        return;
-                    }
-                    None => {
-                        g.slots[i] = EMPTY;
-                        g.dense -= 1;
-                    }
+            Place::Dense { group, at } => {
+                if self.slots[at] != b {
+                    return Some(self.slots[at]);
                 }
+                self.slots[at] = next.unwrap_or(EMPTY);
+                if next.is_some() {
+                    return None;
+                }
+                self.groups[group as usize].dense -= 1;
                 group
             }
             Place::Stray { group } => {
                 let MapEntry::Occupied(mut o) = self.stray.entry(key) else {
                     panic!("registered key {key} is not indexed");
                 };
-                match next {
-                    Some(b) => {
-                        *o.get_mut() = b;
-                        return;
-                    }
-                    None => {
-                        o.remove();
-                        self.groups[group as usize].stray -= 1;
-                    }
+                if *o.get() != b {
+                    return Some(*o.get());
                 }
+                if let Some(n) = next {
+                    *o.get_mut() = n;
+                    return None;
+                }
+                o.remove();
+                self.groups[group as usize].stray -= 1;
                 group
             }
         };
@@ -266,24 +290,27 @@ impl Index {
             let gk = g.key;
             self.groups_of.remove(&gk);
             self.free.push(group);
-            if self.last.get().1 == group {
-                self.last.set(((RunId(0), 0), NO_GROUP));
-            }
+            self.last = None;
+        } else {
+            self.last = Some((g.key, group));
         }
+        None
     }
 
     /// Every key with its first copy (for invariant checks: the order is the
     /// index's own).
     pub fn iter(&self) -> impl Iterator<Item = (BlockKey, BlockId)> + '_ {
         let block = self.per_block.block();
+        let width = 1usize << self.shift;
         let dense = self.groups_of.values().flat_map(move |&group| {
             let g = &self.groups[group as usize];
-            g.slots
+            let base = (group as usize) << self.shift;
+            self.slots[base..base + width]
                 .iter()
                 .enumerate()
                 .filter(|&(_, &b)| b != EMPTY)
                 .map(move |(i, &b)| {
-                    let k = g.key.1 * GROUP + i as u64;
+                    let k = (g.key.1 << self.shift) + i as u64;
                     let key = BlockKey {
                         run: g.key.0,
                         offset: k * block + g.phase,
@@ -294,13 +321,27 @@ impl Index {
         dense.chain(self.stray.iter().map(|(&key, &b)| (key, b)))
     }
 
-    /// Checks the index's own bookkeeping.
+    /// Checks the index's own bookkeeping: each group's counts, no key in two
+    /// places, free groups empty and unlisted, and the remembered group current.
     pub fn check(&self) -> Result<(), String> {
+        let width = 1usize << self.shift;
+        let in_use = |group: u32| &self.slots[(group as usize) << self.shift..][..width];
+        let mut strays: BTreeMap<u32, usize> = BTreeMap::new();
+        for key in self.stray.keys() {
+            let (gk, i, phase) = self.split(key);
+            let Some(&group) = self.groups_of.get(&gk) else {
+                return Err(format!("stray key {key} has no group"));
+            };
+            if phase == self.groups[group as usize].phase && in_use(group)[i] != EMPTY {
+                return Err(format!("key {key} is both in a slot and stray"));
+            }
+            *strays.entry(group).or_default() += 1;
+        }
         let mut listed = 0usize;
         for (&gk, &group) in &self.groups_of {
             let g = &self.groups[group as usize];
-            let dense = g.slots.iter().filter(|&&b| b != EMPTY).count();
-            let stray = self.stray.keys().filter(|k| self.split(k).0 == gk).count();
+            let dense = in_use(group).iter().filter(|&&b| b != EMPTY).count();
+            let stray = strays.get(&group).copied().unwrap_or(0);
             if g.key != gk || dense != g.dense as usize || stray != g.stray as usize {
                 return Err(format!("run {}'s group miscounts its keys", gk.0.0));
             }
@@ -309,17 +350,22 @@ impl Index {
             }
             listed += dense + stray;
         }
-        if listed != self.len
-            || self
-                .stray
-                .keys()
-                .any(|k| !self.groups_of.contains_key(&self.split(k).0))
-            || self
-                .free
-                .iter()
-                .any(|&f| self.groups[f as usize].slots.iter().any(|&b| b != EMPTY))
-        {
+        if listed != self.len {
             return Err("the index's key count disagrees with its groups".into());
+        }
+        for &f in &self.free {
+            let g = &self.groups[f as usize];
+            if self.groups_of.get(&g.key) == Some(&f)
+                || g.dense + g.stray > 0
+                || in_use(f).iter().any(|&b| b != EMPTY)
+            {
+                return Err(format!("free group {f} is in use"));
+            }
+        }
+        if let Some((gk, group)) = self.last
+            && self.groups_of.get(&gk) != Some(&group)
+        {
+            return Err(format!("the remembered group of run {} is stale", gk.0.0));
         }
         Ok(())
     }
@@ -357,7 +403,9 @@ mod tests {
             } else if let Some(&first) = model.get(&k) {
                 // Half the removals hand the key to a later copy instead.
                 let next = (first.0 % 2 == 0).then_some(BlockId(first.0 + 1));
-                index.set_first(k, next);
+                // A copy that is not the first changes nothing.
+                prop_assert_eq!(index.release(k, BlockId(first.0 ^ 1), None), Some(first));
+                prop_assert_eq!(index.release(k, first, next), None);
                 match next {
                     Some(n) => {
                         model.insert(k, n);
@@ -415,6 +463,7 @@ mod tests {
             None
         );
         assert_eq!(index.groups_of.len(), 2);
+        assert_eq!(index.slots.len(), 64);
         let g = &index.groups[index.groups_of[&(RunId(7), 0)] as usize];
         assert_eq!((g.dense, g.stray), (32, 1));
         assert_eq!(index.get(&key(7, 3)), Some(BlockId(100)));
@@ -423,12 +472,60 @@ mod tests {
         index.check().unwrap();
         // Emptied groups are freed and their slots reused.
         for k in 0..32u64 {
-            index.set_first(key(7, 15 + 16 * k), None);
+            index.release(
+                key(7, 15 + 16 * k),
+                index.get(&key(7, 15 + 16 * k)).unwrap(),
+                None,
+            );
         }
-        index.set_first(key(7, 3), None);
+        index.release(key(7, 3), index.get(&key(7, 3)).unwrap(), None);
         assert_eq!(index.groups_of.len(), 1);
         assert_eq!(index.insert_or_first(key(8, 0), BlockId(5)), None);
         assert_eq!(index.groups.len(), 2);
+        index.check().unwrap();
+    }
+
+    #[test]
+    fn index_group_width_spans_512_units_within_1_to_32_blocks() {
+        for (block, width) in [
+            (1, 32),
+            (16, 32),
+            (32, 16),
+            (64, 8),
+            (3, 32),
+            (100, 4),
+            (512, 1),
+            (4096, 1),
+        ] {
+            let mut index = Index::new(block);
+            index.insert_or_first(key(1, block - 1), BlockId(0));
+            assert_eq!(index.slots.len(), width, "block {block}");
+        }
+    }
+
+    #[test]
+    fn index_rephases_an_emptied_group_and_still_finds_its_strays() {
+        let mut index = Index::new(16);
+        // Dense at phase 15, a stray at phase 3 in the same group.
+        index.insert_or_first(key(7, 15), BlockId(1));
+        index.insert_or_first(key(7, 31), BlockId(2));
+        index.insert_or_first(key(7, 3), BlockId(3));
+        index.release(key(7, 15), index.get(&key(7, 15)).unwrap(), None);
+        index.release(key(7, 31), index.get(&key(7, 31)).unwrap(), None);
+        // The group now numbers its slots by phase 3; the stray stays findable, in
+        // one place only.
+        assert_eq!(index.insert_or_first(key(7, 19), BlockId(4)), None);
+        assert_eq!(index.get(&key(7, 3)), Some(BlockId(3)));
+        assert_eq!(
+            index.insert_or_first(key(7, 3), BlockId(9)),
+            Some(BlockId(3))
+        );
+        assert_eq!(index.get(&key(7, 19)), Some(BlockId(4)));
+        assert_eq!(index.get(&key(7, 15)), None);
+        index.check().unwrap();
+        index.release(key(7, 3), index.get(&key(7, 3)).unwrap(), None);
+        assert_eq!(index.get(&key(7, 3)), None);
+        assert_eq!(index.len(), 1);
         index.check().unwrap();
     }
 }

@@ -4,7 +4,7 @@
 //! (blocks are hittable from allocation). Walks only read the block table; they do
 //! not claim, allocate or evict (`admit.rs` does).
 
-use crate::cache::Store;
+use crate::cache::{Near, Store};
 use crate::types::{BlockId, BlockKey, Header, Units};
 
 use super::holders::Holder;
@@ -51,8 +51,9 @@ pub(super) fn hit_keys(header: &Header, block: u64) -> impl Iterator<Item = Bloc
 /// present copy (held or cached), within the header's hit limit. Returns (hit, of
 /// which held by holders).
 pub(super) fn hit_counts(store: &Store, header: &Header, block: u64) -> (u64, u64) {
+    let mut near = Near::default();
     count_hits(header, block, |key| {
-        store.lookup(key).map(|b| store.refs(b))
+        store.lookup_near(key, &mut near).map(|b| store.refs(b))
     })
 }
 
@@ -61,9 +62,10 @@ pub(super) fn hit_counts(store: &Store, header: &Header, block: u64) -> (u64, u6
 /// same header can tell whether the walk would still give the same result.
 pub(super) fn hit_counts_watched(store: &mut Store, header: &Header, block: u64) -> (u64, u64) {
     store.watch_start();
+    let mut near = Near::default();
     count_hits(header, block, |key| {
         store.watch_add(key);
-        store.lookup(key).map(|b| store.refs(b))
+        store.lookup_near(key, &mut near).map(|b| store.refs(b))
     })
 }
 
@@ -89,8 +91,11 @@ fn count_hits(
 
 /// As [`hit_counts`], pushing the hit blocks (earliest registered copies) to `out`.
 pub(super) fn collect_hits(store: &Store, header: &Header, block: u64, out: &mut Vec<BlockId>) {
+    let mut near = Near::default();
     for key in hit_keys(header, block) {
-        let Some(b) = store.lookup(&key) else { break };
+        let Some(b) = store.lookup_near(&key, &mut near) else {
+            break;
+        };
         out.push(b);
     }
 }
