@@ -12,7 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
-use poolrt::host::{Host, HostError, Report, RunOptions};
+use poolrt::host::{Host, HostError, LatencySamples, Report, RunOptions};
 use poolrt::trace::{self, Generator, SyntheticParams};
 
 /// Sessions: enough that the window (trimmed in batches of 1,024 ended sessions)
@@ -31,7 +31,7 @@ fn spec(path: &str, edits: &[(&str, &str)]) -> poolc::Compiled {
 
 fn options() -> RunOptions<'static> {
     RunOptions {
-        exact_percentiles: true,
+        latencies: LatencySamples::Exact,
         ..RunOptions::default()
     }
 }

@@ -123,6 +123,19 @@ fn limit_a_trace_line_of_1_mib_reads_and_one_byte_more_is_an_error() {
             .starts_with("a.csv:2: cannot read: the line is longer"),
         "{e}"
     );
+    // Detecting a file's format reads its first line under the same limit, and
+    // names the line that broke it.
+    let path = std::env::temp_dir().join(format!("poolc-long-{}.jsonl", std::process::id()));
+    std::fs::write(&path, format!("\n{}\n", line_of(MAX_LINE_BYTES + 1))).unwrap();
+    let e = trace::open_path(&path, None).map(|_| ()).unwrap_err();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}:2: cannot read: the line is longer than 1048576 bytes",
+            path.display()
+        )
+    );
 }
 
 #[test]

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use host_support::*;
-use poolrt::host::{Host, HostConfig, IterTime, RunOptions, StepConfig, TimeVar};
+use poolrt::host::{Host, HostConfig, IterTime, LatencySamples, RunOptions, StepConfig, TimeVar};
 use poolrt::policy::{CodeHandle, StagePolicy};
 use poolrt::trace::{self, Workload};
 
@@ -56,7 +56,7 @@ fn the_same_inputs_give_the_same_report_and_log_bytes() {
     // Without the log, the same report (`run` reads exact percentiles).
     let host = Host::new(small(), &w).unwrap();
     let exact = RunOptions {
-        exact_percentiles: true,
+        latencies: LatencySamples::Exact,
         ..RunOptions::default()
     };
     assert_eq!(host.run(exact).unwrap(), r1);
@@ -215,33 +215,25 @@ impl poolrt::host::Observer for CountLatencies {
 }
 
 #[test]
-fn no_latencies_leaves_the_reports_latencies_empty_and_changes_nothing_else() {
+fn unkept_latencies_leave_the_reports_latencies_empty_and_change_nothing_else() {
     let (w, _) = mooncake_500();
-    let run = |no_latencies: bool, exact_percentiles: bool| {
+    let run = |latencies: LatencySamples| {
         let mut seen = CountLatencies::default();
         let r = Host::new(vllm_example(), &w)
             .unwrap()
             .run(RunOptions {
                 observer: Some(&mut seen),
-                no_latencies,
-                exact_percentiles,
+                latencies,
                 ..RunOptions::default()
             })
             .unwrap();
         (r, seen.0)
     };
-    let (kept, told_kept) = run(false, false);
-    let (mut none, told_none) = run(true, false);
-    // `no_latencies` wins over `exact_percentiles`.
-    let (none_exact, _) = run(true, true);
-    for p in [
-        &none.ttft,
-        &none.itl,
-        &none.e2e,
-        &none_exact.ttft,
-        &none_exact.itl,
-        &none_exact.e2e,
-    ] {
+    let (kept, told_kept) = run(LatencySamples::Sketch);
+    let (mut none, told_none) = run(LatencySamples::Unkept);
+    let (exact, _) = run(LatencySamples::Exact);
+    assert_eq!(exact.itl.count, kept.itl.count);
+    for p in [&none.ttft, &none.itl, &none.e2e] {
         assert_eq!((p.count, p.mean, p.p50, p.p99), (0, None, None, None));
     }
     // The observer is told every moment either way: a first token and a finish per

@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use poolrt::host::{Host, HostError, Observer, Report, RunOptions};
+use poolrt::host::{Host, HostError, LatencySamples, Observer, Report, RunOptions};
 use poolrt::trace::{self, Format, SessionSource, SyntheticParams, TraceError, Workload};
 
 use crate::Compiled;
@@ -195,8 +195,11 @@ fn run_host<'a>(
         stop,
         progress_bound: None,
         allow_unfinished: false,
-        exact_percentiles: watch.exact_percentiles,
-        no_latencies: false,
+        latencies: if watch.exact_percentiles {
+            LatencySamples::Exact
+        } else {
+            LatencySamples::Sketch
+        },
     })
     .map_err(RunError::Host)
 }

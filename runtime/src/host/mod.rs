@@ -55,13 +55,23 @@ pub struct RunOptions<'a> {
     /// for a replay compared step by step with a recording, where the divergence is
     /// the finding (`poolc conform`).
     pub allow_unfinished: bool,
-    /// Keep every latency and report exact nearest-rank percentiles (8 bytes a
-    /// sample: a long replay's ITLs alone take gigabytes) instead of the bounded
-    /// sketch's, which are within 2^-11 of them plus 1 ns (docs/HOST.md, "Percentiles").
-    pub exact_percentiles: bool,
-    /// Keep no latency for the report: its `ttft`, `itl` and `e2e` are empty (count
-    /// 0), whatever `exact_percentiles` says. For a run whose reader wants only what
-    /// its observer sees (`poolc conform`), which then spends nothing on samples it
-    /// would throw away; the observer is still told every latency moment.
-    pub no_latencies: bool,
+    /// How the report keeps latencies for its percentiles.
+    pub latencies: LatencySamples,
+}
+
+/// How a run keeps latencies for its report's percentiles (docs/HOST.md,
+/// "Percentiles").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LatencySamples {
+    /// In bounded sketches: percentiles within 2^-11 of the exact ones plus 1 ns.
+    #[default]
+    Sketch,
+    /// Every latency, for exact nearest-rank percentiles (8 bytes a sample: a long
+    /// replay's ITLs alone take gigabytes).
+    Exact,
+    /// None: the report's `ttft`, `itl` and `e2e` are empty (count 0). For a run
+    /// whose reader wants only what its observer sees (`poolc conform`), which then
+    /// spends nothing on samples it would throw away; the observer is still told
+    /// every latency moment.
+    Unkept,
 }

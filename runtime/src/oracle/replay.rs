@@ -8,7 +8,8 @@
 use std::io;
 
 use crate::host::{
-    Host, HostConfig, IterTime, Iteration, Observer, PoolDecl, RunOptions, StageDecl, StageKind,
+    Host, HostConfig, IterTime, Iteration, LatencySamples, Observer, PoolDecl, RunOptions,
+    StageDecl, StageKind,
 };
 use crate::trace::{SessionSpec, Workload};
 use crate::types::{Limit, Run, RunId, SessionId, Units};
@@ -282,7 +283,7 @@ pub fn replay(mut config: HostConfig, scenario: &Scenario) -> Result<Replay, Ora
             // A diverging spec may deadlock; the step diff shows where.
             allow_unfinished: true,
             // Nothing here reads the report's percentiles.
-            no_latencies: true,
+            latencies: LatencySamples::Unkept,
             ..RunOptions::default()
         })
         .map_err(OracleError::Host)?;

@@ -7,8 +7,8 @@
 #![allow(dead_code)]
 
 use poolrt::host::{
-    AttrSpec, HostConfig, IterTime, LinkConfig, PoolDecl, PoolMember, Report, RunOptions,
-    StageDecl, StageKind, StepConfig,
+    AttrSpec, HostConfig, IterTime, LatencySamples, LinkConfig, PoolDecl, PoolMember, Report,
+    RunOptions, StageDecl, StageKind, StepConfig,
 };
 use poolrt::trace::{SessionSpec, Workload};
 use poolrt::{Limit, PoolConfig, PoolRef, Preempt, Run, RunId, StageRef, Units};
@@ -134,7 +134,7 @@ pub fn run(config: HostConfig, w: &Workload) -> (Report, String, Vec<serde_json:
         .run(RunOptions {
             log: Some(&mut log),
             // The rules' tests compare percentiles with values worked out by hand.
-            exact_percentiles: true,
+            latencies: LatencySamples::Exact,
             ..RunOptions::default()
         })
         .unwrap_or_else(|e| panic!("{e}"));

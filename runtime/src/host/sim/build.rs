@@ -11,6 +11,7 @@ use crate::pool::Pool;
 use crate::trace::{SessionSource, Sessions, Workload};
 use crate::types::{Limit, SessionId};
 
+use super::super::LatencySamples;
 use super::super::config::{
     HostConfig, HostError, IterTime, LinkConfig, PoolDecl, StageDecl, StageKind, StepConfig,
     member_name,
@@ -147,7 +148,7 @@ impl<'w> Host<'w> {
             next_arrival: SessionId(0),
             now: 0.0,
             done: 0,
-            // Replaced when the run starts, as RunOptions::exact_percentiles says;
+            // Replaced when the run starts, as RunOptions::latencies says;
             // empty lists cost nothing meanwhile.
             samples: Samples::exact(0, 0),
             output_tokens: 0,
@@ -167,15 +168,15 @@ impl Host<'_> {
     /// The report's latency accumulators: bounded sketches, or exact lists reserved
     /// to their bounds when the whole workload is known (one TTFT and E2E per
     /// session, one ITL per later token) so that a warm replay does not reallocate.
-    pub(super) fn samples(&self, exact: bool, none: bool) -> Samples {
-        if none {
-            return Samples::unkept();
+    pub(super) fn samples(&self, keep: LatencySamples) -> Samples {
+        match keep {
+            LatencySamples::Unkept => Samples::unkept(),
+            LatencySamples::Sketch => Samples::sketch(),
+            LatencySamples::Exact => {
+                let (sessions, gaps) = self.exact_reserve;
+                Samples::exact(sessions, gaps)
+            }
         }
-        if !exact {
-            return Samples::sketch();
-        }
-        let (sessions, gaps) = self.exact_reserve;
-        Samples::exact(sessions, gaps)
     }
 }
 

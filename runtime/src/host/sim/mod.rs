@@ -282,7 +282,7 @@ impl Host<'_> {
             }
         }
         self.guard = Guard::new(options.progress_bound.unwrap_or(self.progress_bound()));
-        self.samples = self.samples(options.exact_percentiles, options.no_latencies);
+        self.samples = self.samples(options.latencies);
         self.pull()?;
         loop {
             if options
