@@ -1,9 +1,26 @@
 #!/usr/bin/env bash
 # Times two poolc binaries on the same commands, alternating, in one run, and prints
 # each command's median wall time per binary and the ratio new/old (docs/PERFORMANCE.md).
-# Usage: benches/old_vs_new.sh OLD_POOLC NEW_POOLC [RUNS]   (from the repository root)
+# Usage: benches/old_vs_new.sh OLD NEW [RUNS]   (from the repository root)
+# OLD and NEW are each a poolc binary or a commit (`2b9c683`, `HEAD`): a commit is
+# built first, in a worktree beside this one (target/bench-worktrees/COMMIT, its own
+# target directory), so `benches/old_vs_new.sh 2b9c683 HEAD 3` is the whole
+# measurement of issue #16's item 1.
 set -euo pipefail
-old="$1"; new="$2"; runs="${3:-5}"
+runs="${3:-5}"
+# A binary as given, or the release build of a commit (built once, then reused).
+binary() {
+  if [ -x "$1" ] && [ -f "$1" ]; then echo "$1"; return; fi
+  local commit; commit=$(git rev-parse --short=12 "$1^{commit}")
+  local dir="target/bench-worktrees/$commit"
+  if [ ! -x "$dir/target/release/poolc" ]; then
+    [ -d "$dir" ] || git worktree add --detach -f "$dir" "$commit" >&2
+    (cd "$dir" && cargo build --release --quiet --bin poolc >&2)
+  fi
+  echo "$dir/target/release/poolc"
+}
+old=$(binary "$1"); new=$(binary "$2")
+echo "old: $1 ($old)   new: $2 ($new)"
 oracle=../shared/data/vllm-oracle/e_fcfs_mixed
 # The replays of issue #16 (its table: measured at 2b9c683): vLLM at 4,096 and at
 # 28,000 blocks (one H100's KV), the tiered replay with every evicted block spilled
