@@ -8,18 +8,25 @@
 # measurement of issue #16's item 1.
 set -euo pipefail
 runs="${3:-5}"
-# A binary as given, or the release build of a commit (built once, then reused).
+root=$(git rev-parse --show-toplevel)
+# A binary as given, or the release build of a commit (built once, then reused);
+# anything else stops the script.
 binary() {
   if [ -x "$1" ] && [ -f "$1" ]; then echo "$1"; return; fi
-  local commit; commit=$(git rev-parse --short=12 "$1^{commit}")
-  local dir="target/bench-worktrees/$commit"
+  local commit
+  commit=$(git rev-parse --verify --quiet --short=12 "$1^{commit}") ||
+    { echo "$1: neither a poolc binary nor a commit" >&2; return 1; }
+  local dir="$root/target/bench-worktrees/$commit"
   if [ ! -x "$dir/target/release/poolc" ]; then
-    [ -d "$dir" ] || git worktree add --detach -f "$dir" "$commit" >&2
-    (cd "$dir" && cargo build --release --quiet --bin poolc >&2)
+    [ -d "$dir" ] || git worktree add --detach -f "$dir" "$commit" >&2 || return 1
+    (cd "$dir" && cargo build --release --quiet --bin poolc >&2) ||
+      { echo "$1: the build failed" >&2; return 1; }
   fi
   echo "$dir/target/release/poolc"
 }
-old=$(binary "$1"); new=$(binary "$2")
+# `set -e` does not reach into $(...): each call is checked here.
+old=$(binary "$1") || exit 1
+new=$(binary "$2") || exit 1
 echo "old: $1 ($old)   new: $2 ($new)"
 oracle=../shared/data/vllm-oracle/e_fcfs_mixed
 # The replays of issue #16 (its table: measured at 2b9c683): vLLM at 4,096 and at

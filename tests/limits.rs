@@ -123,8 +123,8 @@ fn limit_a_trace_line_of_1_mib_reads_and_one_byte_more_is_an_error() {
             .starts_with("a.csv:2: cannot read: the line is longer"),
         "{e}"
     );
-    // Detecting a file's format reads its first line under the same limit, and
-    // names the line that broke it.
+    // Detecting a file's format reads up to its first non-blank line under the same
+    // limit, and names the line that broke it (here line 2, after a blank one).
     let path = std::env::temp_dir().join(format!("poolc-long-{}.jsonl", std::process::id()));
     std::fs::write(&path, format!("\n{}\n", line_of(MAX_LINE_BYTES + 1))).unwrap();
     let e = trace::open_path(&path, None).map(|_| ()).unwrap_err();

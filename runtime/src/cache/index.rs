@@ -90,7 +90,10 @@ pub(crate) struct Index {
 }
 
 /// The group a walk over one run's keys looked at last (a hit walk looks up a
-/// chain's blocks in order, so through one group after another).
+/// chain's blocks in order, so through one group after another). Valid only while
+/// the index is unchanged: a group freed and reused by another run would be named
+/// wrongly, so a walk makes its own and drops it (the store is borrowed shared
+/// throughout).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Near(Option<(GroupKey, u32)>);
 

@@ -28,7 +28,7 @@ pub(crate) enum Latencies {
     /// The histogram, with the count and the sum of the values as given (for the
     /// mean, which the buckets would blur).
     Sketch { hist: Box<Histogram<u64>>, sum: f64 },
-    /// Nothing kept: the run's reader wants no percentiles (`RunOptions::no_latencies`).
+    /// Nothing kept: the run's reader wants no percentiles (`LatencySamples::Unkept`).
     Unkept,
 }
 

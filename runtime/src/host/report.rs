@@ -14,7 +14,7 @@ use super::percentile::Latencies;
 
 /// The report's latency samples: the observer every run has, fed each session's
 /// [`Latency`] moments as the host tells them, into bounded sketches or, with
-/// `RunOptions::exact_percentiles`, exact lists whose sizes have known bounds (one
+/// `LatencySamples::Exact`, exact lists whose sizes have known bounds (one
 /// TTFT and one E2E per session, one ITL per later token) reserved when the run
 /// starts, so that a warm replay does not reallocate.
 #[derive(Debug)]
@@ -34,7 +34,7 @@ impl Samples {
         }
     }
 
-    /// Nothing kept (`RunOptions::no_latencies`).
+    /// Nothing kept (`LatencySamples::Unkept`).
     pub(crate) fn unkept() -> Samples {
         Samples {
             ttft: Latencies::Unkept,

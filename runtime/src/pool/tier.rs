@@ -5,7 +5,7 @@
 //! of the tier load. It never moves blocks between pools: the host carries them over
 //! its links.
 
-use crate::cache::Store;
+use crate::cache::{Near, Store};
 use crate::config::{Input, SpillPolicy};
 use crate::env::Env;
 use crate::error::Error;
@@ -85,9 +85,10 @@ impl Pool {
 /// R12 tier hit: how many blocks right after the first `from` blocks of the header's
 /// chain the tier holds (any copy, held or cached), within the header's hit limit.
 pub(super) fn tier_run(tier: &Store, header: &Header, from: u64, block: u64) -> u64 {
+    let mut near = Near::default();
     hit_keys(header, block)
         .skip(from as usize)
-        .take_while(|key| tier.lookup(key).is_some())
+        .take_while(|key| tier.lookup_near(key, &mut near).is_some())
         .count() as u64
 }
 
