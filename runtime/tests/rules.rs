@@ -210,6 +210,39 @@ fn r2_units_beyond_the_chain_are_never_cached() {
     assert_eq!(w.entry_keys(), vec![(0, vec![key(1, 3)])]);
 }
 
+#[test]
+fn r2_a_run_met_at_two_alignments_keeps_both_identities() {
+    // Block 4. A = run 9 (16 units) from unit 0: its blocks end at offsets 3, 7, 11
+    // and 15 of run 9. B = run 8 (2 units), then run 9 from unit 2: its blocks end at
+    // offsets 1, 5, 9 and 13, out of step with A's (the trace readers refuse a run at
+    // two places; R2 does not forbid an embedder). Both are cached whole, each later
+    // hold of the same chain hits its own four blocks, and eviction finds them all.
+    let a = || hdr(16, &[(9, 16)]);
+    let b = || hdr(18, &[(8, 2), (9, 16)]);
+    let mut w = World::new(64, 4);
+    w.cache(1, a());
+    w.cache(2, b());
+    assert_eq!(
+        w.entry_keys(),
+        vec![(0, keys(9, &[3, 7, 11, 15])), (1, keys(9, &[1, 5, 9, 13]))]
+    );
+    w.events();
+    w.enqueue(3, b());
+    w.enqueue(4, a());
+    assert_eq!(w.admits(), vec![(3, 16), (4, 16)]);
+    // A hold of the whole pool evicts both entries, tail first, oldest first (lru).
+    let mut w = World::new(64, 4);
+    w.cache(1, a());
+    w.cache(2, b());
+    w.events();
+    w.enqueue(5, hdr(64, &[(7, 64)]));
+    let evicted: Vec<_> = [(0, [15, 11, 7, 3]), (1, [13, 9, 5, 1])]
+        .iter()
+        .flat_map(|&(entry, offsets)| offsets.map(|o| (entry, key(9, o))))
+        .collect();
+    assert_eq!(w.evicted_keys(), evicted);
+}
+
 // ----- R3 -------------------------------------------------------------------------
 
 #[test]
