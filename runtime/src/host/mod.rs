@@ -57,6 +57,10 @@ pub struct RunOptions<'a> {
     pub allow_unfinished: bool,
     /// How the report keeps latencies for its percentiles.
     pub latencies: LatencySamples,
+    /// Set at the end to how many step iterations went as runs known in advance
+    /// (docs/HOST.md, "Runs known in advance"): how the replay was computed, never
+    /// what it reports (a log or an observer makes it 0). For tests and benchmarks.
+    pub iterations_ahead: Option<&'a mut u64>,
 }
 
 /// How a run keeps latencies for its report's percentiles (docs/HOST.md,

@@ -37,6 +37,17 @@ impl Pool {
         self.holders.len()
     }
 
+    /// Holders whose grow waits (`preempt none`), which `retry_grows` retries.
+    pub fn grows_waiting(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether `blocks` more blocks can be allocated now without preempting anyone
+    /// (cached blocks are evicted for them, R6): grows needing that many fit (R13).
+    pub fn can_allocate(&self, blocks: u64) -> bool {
+        self.fits(blocks)
+    }
+
     /// The latest time an operation was given (−inf before the first).
     pub fn now(&self) -> f64 {
         self.now

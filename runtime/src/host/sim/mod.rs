@@ -4,6 +4,7 @@
 //! telling observers what each pool operation did). The parts live beside it, one
 //! job each: [`build`] builds the host and resolves its joins, [`session`] owns the
 //! sessions and what pools read of them, [`step`] the step stages (R15, R16),
+//! [`ahead`] iterations known in advance, advanced in one call,
 //! [`links`] the link stages with spill writes and tier loads (R17, R12),
 //! [`summary`] the report and [`progress`] the no-progress guard. docs/HOST.md
 //! states the procedures and the decisions taken; the code follows it step by step. Pools are driven only through the
@@ -19,6 +20,7 @@
 // purpose, as Cranelift's code indexes its `PrimaryMap`s.
 #![allow(clippy::indexing_slicing)]
 
+mod ahead;
 mod build;
 mod links;
 mod progress;
@@ -262,6 +264,8 @@ pub struct Host<'w> {
     victims: Vec<SessionId>,
     /// The no-progress guard (progress.rs).
     guard: Guard,
+    /// Step iterations advanced as runs known in advance (ahead.rs).
+    ahead: u64,
 }
 
 impl Host<'_> {
@@ -322,9 +326,12 @@ impl Host<'_> {
                         }
                         What::Link(l) => self.link_done(l, &mut io)?,
                         What::Start(m) => {
-                            self.start_iteration(m, &mut io)?;
-                            let st = &mut self.steps[m];
-                            st.scheduled = st.in_flight;
+                            // Iterations known in advance go in one call (ahead.rs).
+                            if !self.run_ahead(m, &mut io)? {
+                                self.start_iteration(m, &mut io)?;
+                                let st = &mut self.steps[m];
+                                st.scheduled = st.in_flight;
+                            }
                         }
                     }
                 }
@@ -333,6 +340,9 @@ impl Host<'_> {
         }
         if !options.allow_unfinished {
             self.deadlocked()?;
+        }
+        if let Some(n) = options.iterations_ahead {
+            *n = self.ahead;
         }
         let report = self.report();
         if let Some(log) = &mut io.log {

@@ -94,6 +94,57 @@ impl StepMember {
     }
 }
 
+/// What an iteration's takes add up to: the inputs of its `time` (TimeVar).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Counts {
+    pub(super) tokens: u64,
+    pub(super) prefill: u64,
+    pub(super) decode: u64,
+    /// Residents that take tokens.
+    pub(super) residents: u64,
+    /// Units of context the takes attend over: each take's computed units plus its own.
+    pub(super) context: u64,
+}
+
+impl StepMember {
+    /// The iteration's time from its counts (the compiled `time`, or a fixed one).
+    pub(super) fn iteration_time(&mut self, n: &Counts) -> Result<f64, HostError> {
+        let dt = match &self.time {
+            IterTime::Fixed(x) => *x,
+            IterTime::Compiled { policy, layout } => {
+                self.ctx.clear();
+                for v in layout {
+                    self.ctx.push(match v {
+                        TimeVar::Tokens => n.tokens as f64,
+                        TimeVar::Prefill => n.prefill as f64,
+                        TimeVar::Decode => n.decode as f64,
+                        TimeVar::Residents => n.residents as f64,
+                        TimeVar::Context => n.context as f64,
+                    });
+                }
+                policy.time(&self.ctx)
+            }
+        };
+        if !dt.is_finite() || dt < 0.0 {
+            return Err(HostError::Time {
+                stage: self.name.clone(),
+                step: self.iterations,
+                value: dt,
+            });
+        }
+        Ok(dt)
+    }
+
+    /// An iteration of `tokens` starting at `t` and lasting `dt`, in the stage's totals.
+    pub(super) fn count_iteration(&mut self, t: f64, dt: f64, tokens: u64) {
+        self.iterations += 1;
+        self.start = t;
+        self.busy += dt;
+        self.tokens += tokens;
+        self.peak_residents = self.peak_residents.max(self.residents.len() as u64);
+    }
+}
+
 impl Host<'_> {
     pub(super) fn waiting_of(&self, m: StepIx) -> usize {
         self.steps[m]
@@ -187,46 +238,23 @@ impl Host<'_> {
             // one of its pools or a completed load wakes it.
             return Ok(());
         }
-        let (mut tokens, mut prefill, mut decode, mut context) = (0u64, 0u64, 0u64, 0u64);
-        for take in &st.took {
-            tokens += take.n;
-            context += self.shared.sess[take.s].computed + take.n;
-            if take.kind == TakeKind::Decode {
-                decode += take.n;
-            } else {
-                prefill += take.n;
-            }
-        }
-        let dt = match &st.time {
-            IterTime::Fixed(x) => *x,
-            IterTime::Compiled { policy, layout } => {
-                st.ctx.clear();
-                for v in layout {
-                    st.ctx.push(match v {
-                        TimeVar::Tokens => tokens as f64,
-                        TimeVar::Prefill => prefill as f64,
-                        TimeVar::Decode => decode as f64,
-                        TimeVar::Residents => st.took.len() as f64,
-                        TimeVar::Context => context as f64,
-                    });
-                }
-                policy.time(&st.ctx)
-            }
+        let mut n = Counts {
+            residents: st.took.len() as u64,
+            ..Counts::default()
         };
-        if !dt.is_finite() || dt < 0.0 {
-            return Err(HostError::Time {
-                stage: st.name.clone(),
-                step: st.iterations,
-                value: dt,
-            });
+        for take in &st.took {
+            n.tokens += take.n;
+            n.context += self.shared.sess[take.s].computed + take.n;
+            if take.kind == TakeKind::Decode {
+                n.decode += take.n;
+            } else {
+                n.prefill += take.n;
+            }
         }
-        st.iterations += 1;
-        st.start = t;
-        st.busy += dt;
-        st.tokens += tokens;
+        let dt = st.iteration_time(&n)?;
+        st.count_iteration(t, dt, n.tokens);
         st.in_flight = true;
-        st.peak_residents = st.peak_residents.max(st.residents.len() as u64);
-        self.computed_tokens += tokens;
+        self.computed_tokens += n.tokens;
         self.push(t + dt, Class::End, What::End(m));
         Ok(())
     }
@@ -464,40 +492,7 @@ impl Host<'_> {
         let mut progress = false;
         for k in 0..self.steps[m].took.len() {
             let Take { s, n, .. } = self.steps[m].took[k];
-            let x = &mut self.shared.sess[s];
-            x.computed += n;
-            if x.computed > x.high {
-                x.high = x.computed;
-                progress = true;
-            }
-            let (p, computed) = (x.pool, x.computed);
-            if computed == x.seq() {
-                progress = true;
-                x.generated += 1;
-                x.caught_up = true;
-                let moment = if x.first_token.is_nan() {
-                    x.first_token = t;
-                    Latency::FirstToken {
-                        session: s,
-                        ttft: t - x.arrival,
-                    }
-                } else {
-                    Latency::Token {
-                        session: s,
-                        itl: t - x.last_token,
-                    }
-                };
-                x.last_token = t;
-                let finished = x.generated == x.output;
-                self.output_tokens += 1;
-                if finished {
-                    self.steps[m].finished.push(s);
-                }
-                self.latency(moment, io)?;
-            }
-            self.pools[p]
-                .set_computed(s, Units(computed))
-                .map_err(self.engine(p))?;
+            progress |= self.computed(m, s, n, io)?;
         }
         for k in 0..self.steps[m].finished.len() {
             let s = self.steps[m].finished[k];
@@ -526,6 +521,56 @@ impl Host<'_> {
         self.guard
             .iteration(progress, t)
             .map_err(|s| s.error(&self.steps[m].residents))
+    }
+
+    /// R15 steps 3 and 4 for one take of member `m`, at the iteration's end: `n`
+    /// more units of session `s` are computed; a complete sequence samples a token
+    /// (a latency moment), and a finished session is listed to be released. Returns
+    /// whether it was progress (progress.rs).
+    pub(super) fn computed(
+        &mut self,
+        m: StepIx,
+        s: SessionId,
+        n: u64,
+        io: &mut Io<'_>,
+    ) -> Result<bool, HostError> {
+        let t = self.now;
+        let x = &mut self.shared.sess[s];
+        let mut progress = false;
+        x.computed += n;
+        if x.computed > x.high {
+            x.high = x.computed;
+            progress = true;
+        }
+        let (p, computed) = (x.pool, x.computed);
+        if computed == x.seq() {
+            progress = true;
+            x.generated += 1;
+            x.caught_up = true;
+            let moment = if x.first_token.is_nan() {
+                x.first_token = t;
+                Latency::FirstToken {
+                    session: s,
+                    ttft: t - x.arrival,
+                }
+            } else {
+                Latency::Token {
+                    session: s,
+                    itl: t - x.last_token,
+                }
+            };
+            x.last_token = t;
+            let finished = x.generated == x.output;
+            self.output_tokens += 1;
+            if finished {
+                self.steps[m].finished.push(s);
+            }
+            self.latency(moment, io)?;
+        }
+        self.pools[p]
+            .set_computed(s, Units(computed))
+            .map_err(self.engine(p))?;
+        Ok(progress)
     }
 
     /// Tells the observers the iteration of member `m` that just ended.
