@@ -1,9 +1,8 @@
 //! Runs known in advance against one iteration at a time (issue #16 item 2;
 //! docs/HOST.md, "Runs known in advance"), one binary, one run: each replay of the
 //! bundled Mooncake trace is made both ways, alternating, as `poolc run` makes it
-//! (sessions streamed, sketch percentiles) — with no observer, so the host runs
-//! ahead where it can, and with an observer that ignores everything, which makes it
-//! tell every iteration and so run none ahead. Prints the median wall time of each
+//! (sessions streamed, sketch percentiles, no observer) — as it does, running ahead
+//! where it can, and with `RunOptions::one_at_a_time`. Prints the median wall time of each
 //! way, the ratio, and the share of iterations that ran ahead, and stops if the two
 //! reports differ. docs/PERFORMANCE.md records the figures. Run with
 //! `cargo bench --bench run_ahead [-- RUNS]` (default 5 runs a way).
@@ -13,38 +12,57 @@
 use std::time::Instant;
 
 use poolc::tools::run::{DEFAULT_TRACE, bundled};
-use poolrt::host::{Host, LatencySamples, Observer, Report, RunOptions};
+use poolrt::host::{Host, LatencySamples, Report, RunOptions};
 use poolrt::trace;
 
-/// Watches nothing, but is there: the host then tells every iteration.
-struct Blind;
-
-impl Observer for Blind {}
-
 /// What is replayed: a name, the spec, its `--set`s and the rate scale.
-type Case = (&'static str, &'static str, &'static [(&'static str, f64)], f64);
+type Case = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, f64)],
+    f64,
+);
 
 /// The replays of issue #16's table, and the bundled one at a tenth of its arrival
 /// rate, where most iterations are decodes.
 const CASES: [Case; 4] = [
-    ("vllm.pool, 28,000 blocks (the default)", "examples/vllm.pool", &[], 1.0),
-    ("vllm.pool, 4,096 blocks", "examples/vllm.pool", &[("num_gpu_blocks", 4096.0)], 1.0),
-    ("vllm.pool, --rate-scale 0.1", "examples/vllm.pool", &[], 0.1),
-    ("benches/specs/tiered_h100.pool", "benches/specs/tiered_h100.pool", &[], 1.0),
+    (
+        "vllm.pool, 28,000 blocks (the default)",
+        "examples/vllm.pool",
+        &[],
+        1.0,
+    ),
+    (
+        "vllm.pool, 4,096 blocks",
+        "examples/vllm.pool",
+        &[("num_gpu_blocks", 4096.0)],
+        1.0,
+    ),
+    (
+        "vllm.pool, --rate-scale 0.1",
+        "examples/vllm.pool",
+        &[],
+        0.1,
+    ),
+    (
+        "benches/specs/tiered_h100.pool",
+        "benches/specs/tiered_h100.pool",
+        &[],
+        1.0,
+    ),
 ];
 
-fn replay(c: &poolc::Compiled, scale: f64, observed: bool) -> (Report, u64, f64) {
+fn replay(c: &poolc::Compiled, scale: f64, one_at_a_time: bool) -> (Report, u64, f64) {
     let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
     let sessions = trace::open_path(&bundled(DEFAULT_TRACE), None)
         .unwrap()
         .rate_scale(scale);
-    let mut blind = Blind;
     let mut ahead = 0;
     let start = Instant::now();
     let report = Host::streaming(config, Box::new(sessions))
         .unwrap()
         .run(RunOptions {
-            observer: if observed { Some(&mut blind) } else { None },
+            one_at_a_time,
             latencies: LatencySamples::Sketch,
             iterations_ahead: Some(&mut ahead),
             ..RunOptions::default()

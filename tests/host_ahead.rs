@@ -1,17 +1,22 @@
 //! Runs known in advance (docs/HOST.md, "Runs known in advance"; issue #16 item 2):
-//! a replay nobody watches advances runs of decode-only iterations in one call, and
-//! reports exactly what the same replay one iteration at a time does. The one-at-a-
-//! time replay is forced independently of the code under test: an observer that
-//! ignores everything makes the host tell every iteration, which no run ahead may skip.
-//! Every spec the project ships, at three arrival rates and with pools small enough to
-//! evict, spill and preempt, both percentile modes (the sketch's mean is summed in
-//! the order latencies arrive, so it also pins their order); and replicas whose
-//! iterations end at the same instants, where the event order between members
-//! decides.
+//! a replay whose pool events nobody reads runs decode iterations known in advance
+//! in one call, and reports — and tells its observer, iteration by iteration and
+//! latency by latency — exactly what the same replay one iteration at a time does.
+//! The one-at-a-time replay is asked for (`RunOptions::one_at_a_time`) and also
+//! forced independently of the option: an observer that wants pool events makes the
+//! pools log every operation, which no run ahead may skip. Every spec the project ships, at three arrival rates and with pools
+//! small enough to evict, spill and preempt, both percentile modes (the sketch's mean
+//! is summed in the order latencies arrive, so it also pins their order); and
+//! replicas whose iterations end at the same instants, where the event order between
+//! members decides.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
-use poolrt::host::{Host, LatencySamples, Observer, Report, RunOptions};
+use std::io;
+
+use poolrt::host::{
+    Host, Iteration, Latency, LatencySamples, Observer, PoolEvent, Report, RunOptions,
+};
 use poolrt::trace::{self, Workload};
 
 fn spec(path: &str, edits: &[(&str, &str)]) -> poolc::Compiled {
@@ -24,38 +29,85 @@ fn spec(path: &str, edits: &[(&str, &str)]) -> poolc::Compiled {
     poolc::compile(&text, &poolc::Options::default()).unwrap_or_else(|e| panic!("{path}: {e:?}"))
 }
 
-/// Watches nothing, but is there: the host then builds and tells every iteration.
-struct Blind;
+/// Writes down every iteration and latency it is told, in order; wanting pool events
+/// (which it ignores) or not.
+struct Recorder {
+    events: bool,
+    told: Vec<String>,
+}
 
-impl Observer for Blind {}
+impl Observer for Recorder {
+    fn wants_events(&self) -> bool {
+        self.events
+    }
 
-/// The report run ahead where it can (with how many iterations went ahead), and the
-/// report one iteration at a time.
-fn both(c: &poolc::Compiled, w: &Workload, latencies: LatencySamples) -> (Report, u64, Report) {
-    let config =
-        || poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
-    let mut ahead = 0;
-    let fast = Host::new(config(), w)
-        .unwrap()
-        .run(RunOptions {
-            latencies,
-            iterations_ahead: Some(&mut ahead),
-            ..RunOptions::default()
-        })
-        .unwrap();
-    let mut blind = Blind;
-    let mut none = 7;
-    let slow = Host::new(config(), w)
-        .unwrap()
-        .run(RunOptions {
-            latencies,
-            observer: Some(&mut blind),
-            iterations_ahead: Some(&mut none),
-            ..RunOptions::default()
-        })
-        .unwrap();
-    assert_eq!(none, 0, "an observed replay runs nothing ahead");
-    (fast, ahead, slow)
+    fn iteration(&mut self, it: &Iteration<'_>) -> io::Result<()> {
+        self.told.push(format!("{it:?}"));
+        Ok(())
+    }
+
+    fn event(&mut self, _: &PoolEvent<'_>) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn latency(&mut self, l: &Latency) -> io::Result<()> {
+        self.told.push(format!("{l:?}"));
+        Ok(())
+    }
+}
+
+/// Replays `w` four ways: with no observer and with one that reads iterations and
+/// latencies (both may run ahead); with that observer and `one_at_a_time`; and with
+/// one that also wants pool events, which forces one iteration at a time whatever
+/// the option says. Asserts that all four report the same and that the observers
+/// reading iterations are told the same; returns the report and the iterations run
+/// ahead by the replay without an observer.
+fn both(c: &poolc::Compiled, w: &Workload, latencies: LatencySamples) -> (Report, u64) {
+    let config = || poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
+    let run = |observer: Option<&mut Recorder>, one_at_a_time: bool| {
+        let mut ahead = 0;
+        let report = Host::new(config(), w)
+            .unwrap()
+            .run(RunOptions {
+                latencies,
+                observer: observer.map(|o| o as &mut dyn Observer),
+                one_at_a_time,
+                iterations_ahead: Some(&mut ahead),
+                ..RunOptions::default()
+            })
+            .unwrap();
+        (report, ahead)
+    };
+    let recorder = |events| Recorder {
+        events,
+        told: Vec::new(),
+    };
+    let (alone, ahead) = run(None, false);
+    let mut reader = recorder(false);
+    let (read, read_ahead) = run(Some(&mut reader), false);
+    let mut stepper = recorder(false);
+    let (stepped, none) = run(Some(&mut stepper), true);
+    assert_eq!(none, 0, "one_at_a_time runs nothing ahead");
+    let mut logger = recorder(true);
+    let (logged, none) = run(Some(&mut logger), false);
+    assert_eq!(none, 0, "a reader of pool events sees no run ahead");
+    assert_eq!(
+        read_ahead, ahead,
+        "an observer of iterations changes no run"
+    );
+    for (way, r) in [("observed", &read), ("one_at_a_time", &stepped)] {
+        assert_eq!(r.to_json(), logged.to_json(), "{way} vs logged");
+    }
+    assert_eq!(alone.to_json(), logged.to_json(), "alone vs logged");
+    assert_eq!(reader.told.len(), stepper.told.len());
+    if let Some(k) = (0..reader.told.len()).find(|&k| reader.told[k] != stepper.told[k]) {
+        panic!(
+            "told #{k}: run ahead {} vs one at a time {}",
+            reader.told[k], stepper.told[k]
+        );
+    }
+    assert_eq!(stepper.told, logger.told, "one_at_a_time vs logged");
+    (alone, ahead)
 }
 
 /// Replays `c` on synthetic sessions at each rate scale, in both percentile modes;
@@ -66,13 +118,9 @@ fn same_at_rates(name: &str, c: &poolc::Compiled, sessions: usize) -> u64 {
         let mut w = trace::synthetic(sessions, seed);
         w.scale_rate(scale);
         for latencies in [LatencySamples::Sketch, LatencySamples::Exact] {
-            let (fast, n, slow) = both(c, &w, latencies);
-            assert_eq!(
-                fast.to_json(),
-                slow.to_json(),
-                "{name}, rate ×{scale}, {latencies:?}: run ahead vs one at a time"
-            );
-            assert_eq!(fast.finished + fast.rejected, sessions as u64, "{name}");
+            eprintln!("{name}, rate ×{scale}, {latencies:?}");
+            let (r, n) = both(c, &w, latencies);
+            assert_eq!(r.finished + r.rejected, sessions as u64, "{name}");
             ahead += n;
         }
     }
@@ -113,7 +161,13 @@ fn runs_ahead_between_evictions_spills_and_preemptions_change_nothing() {
     let cases = [
         (
             "vllm, 300 blocks",
-            spec("examples/vllm.pool", &[("param num_gpu_blocks = 28000;", "param num_gpu_blocks = 300;")]),
+            spec(
+                "examples/vllm.pool",
+                &[(
+                    "param num_gpu_blocks = 28000;",
+                    "param num_gpu_blocks = 300;",
+                )],
+            ),
         ),
         (
             "tiered, 400 GPU blocks, 2,000 host blocks",
@@ -127,11 +181,17 @@ fn runs_ahead_between_evictions_spills_and_preemptions_change_nothing() {
         ),
         (
             "vllm_priority, 300 blocks (preempt by)",
-            spec("examples/vllm_priority.pool", &[("param blocks = 4096;", "param blocks = 300;")]),
+            spec(
+                "examples/vllm_priority.pool",
+                &[("param blocks = 4096;", "param blocks = 300;")],
+            ),
         ),
         (
             "replicas, 200 blocks each",
-            spec("examples/replicas.pool", &[("param blocks = 4096;", "param blocks = 200;")]),
+            spec(
+                "examples/replicas.pool",
+                &[("param blocks = 4096;", "param blocks = 200;")],
+            ),
         ),
     ];
     for (name, c) in &cases {
@@ -141,9 +201,9 @@ fn runs_ahead_between_evictions_spills_and_preemptions_change_nothing() {
     // The small pools did make the rules act between the runs.
     let mut w = trace::synthetic(1500, 5);
     w.scale_rate(4.0);
-    let (r, _, _) = both(&cases[0].1, &w, LatencySamples::Sketch);
+    let (r, _) = both(&cases[0].1, &w, LatencySamples::Sketch);
     assert!(r.evictions > 0 && r.preemptions > 0, "{}", r.to_text());
-    let (r, _, _) = both(&cases[1].1, &w, LatencySamples::Sketch);
+    let (r, _) = both(&cases[1].1, &w, LatencySamples::Sketch);
     assert!(r.spills > 0 && r.tier_loads > 0, "{}", r.to_text());
 }
 
@@ -162,8 +222,7 @@ fn replicas_whose_iterations_end_together_keep_the_order_between_members() {
         s.arrival = (i / 3) as f64 * 0.25;
     }
     for latencies in [LatencySamples::Sketch, LatencySamples::Exact] {
-        let (fast, ahead, slow) = both(&c, &w, latencies);
-        assert_eq!(fast.to_json(), slow.to_json(), "{latencies:?}");
+        let (_, ahead) = both(&c, &w, latencies);
         assert!(ahead > 0);
     }
 }

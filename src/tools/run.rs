@@ -195,6 +195,7 @@ fn run_host<'a>(
         stop,
         progress_bound: None,
         allow_unfinished: false,
+        one_at_a_time: false,
         iterations_ahead: None,
         latencies: if watch.exact_percentiles {
             LatencySamples::Exact

@@ -57,9 +57,14 @@ pub struct RunOptions<'a> {
     pub allow_unfinished: bool,
     /// How the report keeps latencies for its percentiles.
     pub latencies: LatencySamples,
+    /// Every iteration through the event queue, none run ahead (docs/HOST.md, "Runs
+    /// known in advance"): the same report and observations, only slower. For tests
+    /// and benchmarks that compare the two.
+    pub one_at_a_time: bool,
     /// Set at the end to how many step iterations went as runs known in advance
     /// (docs/HOST.md, "Runs known in advance"): how the replay was computed, never
-    /// what it reports (a log or an observer makes it 0). For tests and benchmarks.
+    /// what it reports or tells (a reader of pool events, the log among them, makes
+    /// it 0). For tests and benchmarks.
     pub iterations_ahead: Option<&'a mut u64>,
 }
 

@@ -1,5 +1,5 @@
 //! Runs of iterations whose outcome is known in advance (docs/HOST.md, "Runs known
-//! in advance"; issue #16 item 2): when nobody reads iterations or pool events, a
+//! in advance"; issue #16 item 2): when nobody reads pool events, a
 //! step member whose next iterations can only be decodes — every resident decoding
 //! with room for its token, nothing waiting to be admitted or to grow — runs them
 //! back to back in one call, outside the event queue, for as long as no other event
@@ -24,7 +24,9 @@ impl Host<'_> {
     /// member's next Start, or the End of an iteration another event must precede).
     /// Returns false when not even this one is known: the caller runs it.
     pub(super) fn run_ahead(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<bool, HostError> {
-        if io.iterations() || io.events || !self.residents_decode(m) {
+        // The cheap checks first: at most Starts of a memory-bound replay something
+        // waits, and the residents' holds need not be looked at.
+        if !self.run_ahead || !self.nothing_pending(m) || !self.residents_decode(m) {
             return Ok(false);
         }
         let mut first = true;
@@ -99,30 +101,36 @@ impl Host<'_> {
     }
 
     /// Whether `m`'s next iteration, its residents decoding, can only be their
-    /// decodes: each takes its one token (budget and chunk allow it), no pool it
-    /// serves has a hold to admit or a grow to retry, and the blocks the grows need
-    /// can be allocated in each pool without preempting (R13: they fit).
+    /// decodes: nothing is pending ([`Host::nothing_pending`]) and the blocks the
+    /// grows need can be allocated in each pool without preempting (R13: they fit).
     fn decodes_known(&self, m: StepIx) -> bool {
         let st = &self.steps[m];
+        self.nothing_pending(m)
+            && st.pools.iter().all(|&p| {
+                // A hold whose units fill its blocks allocates one for its next unit.
+                let block = self.info[p].block;
+                let full = st
+                    .residents
+                    .iter()
+                    .map(|&s| &self.shared.sess[s])
+                    .filter(|x| x.pool == p && x.computed.is_multiple_of(block))
+                    .count();
+                self.pools[p].can_allocate(full as u64)
+            })
+    }
+
+    /// Whether `m` has residents that can each take one token (budget and chunk
+    /// allow it) and no pool it serves has a hold to admit or a grow to retry.
+    fn nothing_pending(&self, m: StepIx) -> bool {
+        let st = &self.steps[m];
         let r = st.residents.len() as u64;
-        if r == 0 || st.budget < r || st.chunk == 0 {
-            return false;
-        }
-        st.pools.iter().all(|&p| {
-            let pool = &self.pools[p];
-            if pool.queued() > 0 || pool.grows_waiting() > 0 {
-                return false;
-            }
-            // A hold whose units fill its blocks allocates one for its next unit.
-            let block = self.info[p].block;
-            let full = st
-                .residents
-                .iter()
-                .map(|&s| &self.shared.sess[s])
-                .filter(|x| x.pool == p && x.computed.is_multiple_of(block))
-                .count();
-            pool.can_allocate(full as u64)
-        })
+        r > 0
+            && st.budget >= r
+            && st.chunk > 0
+            && st.pools.iter().all(|&p| {
+                let pool = &self.pools[p];
+                pool.queued() == 0 && pool.grows_waiting() == 0
+            })
     }
 
     /// The counts of an iteration in which every resident of `m` decodes.

@@ -156,6 +156,7 @@ impl<'w> Host<'w> {
             victims: Vec::new(),
             // Set with its bound when the run starts (it may come from RunOptions).
             guard: Guard::new(0),
+            run_ahead: false,
             ahead: 0,
         };
         for p in host.pools.keys() {

@@ -264,7 +264,9 @@ pub struct Host<'w> {
     victims: Vec<SessionId>,
     /// The no-progress guard (progress.rs).
     guard: Guard,
-    /// Step iterations advanced as runs known in advance (ahead.rs).
+    /// Whether runs known in advance may be taken (ahead.rs), and how many
+    /// iterations were.
+    run_ahead: bool,
     ahead: u64,
 }
 
@@ -286,6 +288,10 @@ impl Host<'_> {
             }
         }
         self.guard = Guard::new(options.progress_bound.unwrap_or(self.progress_bound()));
+        // Pool events are drained after each operation the ordinary path makes, so a
+        // reader of them (the log) sees no run; iterations and latencies are told by
+        // `end_iteration` as ever.
+        self.run_ahead = !options.one_at_a_time && !io.events;
         self.samples = self.samples(options.latencies);
         self.pull()?;
         loop {
