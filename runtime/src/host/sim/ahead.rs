@@ -157,13 +157,7 @@ impl Host<'_> {
     /// (it may evict, and spill what it evicts); nobody is admitted.
     fn start_decodes(&mut self, m: StepIx, dt: f64, io: &mut Io<'_>) -> Result<(), HostError> {
         let t = self.now;
-        {
-            let st = &mut self.steps[m];
-            st.took.clear();
-            st.admitted.clear();
-            st.preempted.clear();
-            st.finished.clear();
-        }
+        self.steps[m].clear_iteration();
         self.shared.current = Some(m);
         for k in 0..self.steps[m].residents.len() {
             let s = self.steps[m].residents[k];

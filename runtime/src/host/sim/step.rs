@@ -135,6 +135,15 @@ impl StepMember {
         Ok(dt)
     }
 
+    /// Empties the lists of the iteration about to start (what the last one took,
+    /// admitted, preempted and finished).
+    pub(super) fn clear_iteration(&mut self) {
+        self.took.clear();
+        self.admitted.clear();
+        self.preempted.clear();
+        self.finished.clear();
+    }
+
     /// An iteration of `tokens` starting at `t` and lasting `dt`, in the stage's totals.
     pub(super) fn count_iteration(&mut self, t: f64, dt: f64, tokens: u64) {
         self.iterations += 1;
@@ -162,13 +171,7 @@ impl Host<'_> {
             return Ok(());
         }
         let t = self.now;
-        {
-            let st = &mut self.steps[m];
-            st.took.clear();
-            st.admitted.clear();
-            st.preempted.clear();
-            st.finished.clear();
-        }
+        self.steps[m].clear_iteration();
         self.shared.current = Some(m);
         let (budget, seats, exclusive) = {
             let st = &self.steps[m];
