@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use poolc::tools::run::{DEFAULT_TRACE, bundled};
+use poolc_tools::bundled;
 use poolrt::host::{Host, LatencySamples, Report, RunOptions};
 use poolrt::trace;
 
@@ -54,9 +54,13 @@ const CASES: [Case; 4] = [
 
 fn replay(c: &poolc::Compiled, scale: f64, one_at_a_time: bool) -> (Report, u64, f64) {
     let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
-    let sessions = trace::open_path(&bundled(DEFAULT_TRACE), None)
-        .unwrap()
-        .rate_scale(scale);
+    let sessions = trace::open_text(
+        bundled::TRACE.text,
+        bundled::TRACE.name,
+        trace::Format::Mooncake,
+    )
+    .unwrap()
+    .rate_scale(scale);
     let mut ahead = 0;
     let start = Instant::now();
     let report = Host::streaming(config, Box::new(sessions))
@@ -84,7 +88,10 @@ fn main() {
         .unwrap_or(5);
     println!("{runs} runs a way, alternating; wall time medians");
     for (name, path, set, scale) in CASES {
-        let text = std::fs::read_to_string(bundled(path)).unwrap();
+        let text = std::fs::read_to_string(
+            concat!(env!("CARGO_MANIFEST_DIR"), "/..").to_owned() + "/" + path,
+        )
+        .unwrap();
         let options = poolc::Options {
             set: set.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
         };

@@ -3,7 +3,7 @@
 //! `queue by (priority, serial)`, the seed's Ascend lanes) at queues of 10, 1,000 and
 //! 100,000 waiting holds, and evictions per second (`evict lru`, `evict by
 //! (priority, last)`) with 10, 1,000 and 100,000 cache entries. Both sides run the
-//! same seeded stream of `poolc::tools::bench` with the same JIT-compiled key functions; one
+//! same seeded stream of `poolc_tools::bench` with the same JIT-compiled key functions; one
 //! criterion iteration is one admission (or one eviction), so criterion's
 //! elements/s are admissions/s (or evictions/s). docs/PERFORMANCE.md records the
 //! ratios. Run with
@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use naive::{NHold, Naive, NaiveConfig, NaiveKeys, NaiveSpill};
-use poolc::tools::bench::{
+use poolc_tools::bench::{
     BenchEnv, BenchError, Counts, Driver, EngineMember, HoldSpec, Member, Phase, Stream,
     StreamShape, Wall,
 };
@@ -193,7 +193,7 @@ fn driver<M: Member>(
     let compiled = poolc::compile(source, &poolc::Options::default()).expect("bench spec compiles");
     let program = compiled.program();
     let pool = program.find_pool("kv").expect("the bench spec has kv");
-    let mut config = poolc::tools::bench::pool_config(&compiled, pool, compiled.pool(pool))
+    let mut config = poolc_tools::bench::pool_config(&compiled, pool, compiled.pool(pool))
         .expect("policies match the IR");
     let (shape, warm) = match phase {
         Phase::Admission => (
@@ -202,13 +202,13 @@ fn driver<M: Member>(
                 Some(CAP / BLOCK),
                 n,
                 0.5,
-                poolc::tools::bench::MAX_HOLD_BLOCKS,
+                poolc_tools::bench::MAX_HOLD_BLOCKS,
             )
             .expect("cap fits"),
             2 * CAP / BLOCK,
         ),
         Phase::Eviction => {
-            config.cap = Limit::Finite(Units(n as u64 * poolc::tools::bench::EVICT_BLOCKS * BLOCK));
+            config.cap = Limit::Finite(Units(n as u64 * poolc_tools::bench::EVICT_BLOCKS * BLOCK));
             (StreamShape::eviction(BLOCK, n), 4096)
         }
     };

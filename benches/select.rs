@@ -14,7 +14,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use poolc::codegen::{compile_key_list, compile_program};
 use poolc::interp;
 use poolc::ir::{BinaryOp, Expr, Slot};
-use poolc::tools::bench::order_bits;
+use poolc_tools::bench::order_bits;
 use poolrt::policy::KeyList;
 
 const SIZES: [usize; 3] = [10, 1_000, 100_000];
@@ -209,7 +209,7 @@ fn bench_select(c: &mut Criterion) {
 }
 
 fn bench_compile(c: &mut Criterion) {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("examples");
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();

@@ -2,11 +2,12 @@
 //! `sema` (AST → checked IR, checked again by `ir::verify` wherever it crosses a
 //! boundary) → `interp` / `codegen` (IR → values / machine code) → `aot` (shared
 //! objects: emit, link, manifest, header, load); `bridge` turns IR and compiled code
-//! into the runtime's configuration; `atomic_file` writes every whole-file output. `tools` (bench, conform, eval) use the pipeline
-//! and the runtime; no pipeline module imports them (tests/tidy.rs). This crate never
-//! prints and never exits; the binary's `cli` module does both.
+//! into the runtime's configuration; `atomic_file` writes every whole-file output. The
+//! tools (`poolc_tools`, tools/) and the `poolc` binary (cli/) are crates on top of this
+//! one, so nothing here can name them. This crate never prints and never exits.
 
 pub mod aot;
+pub mod assign;
 /// Files written whole or not at all; the runtime's, shared by both crates.
 pub use poolrt::atomic_file;
 pub mod bridge;
@@ -16,9 +17,8 @@ pub mod interp;
 pub mod ir;
 pub mod sema;
 pub mod syntax;
-pub mod tools;
 
-pub use codegen::{Compiled, compile};
+pub use codegen::{CompileError, Compiled, compile};
 use diag::Diagnostic;
 
 /// Compile-time options shared by every entry point.

@@ -1,5 +1,5 @@
 //! The native half of `poolc.sweep` (python/poolc/sweep.py): the grid, its points,
-//! one point's run and the outputs, all `poolc::tools::sweep`'s — the code `poolc
+//! one point's run and the outputs, all `poolc_tools::sweep`'s — the code `poolc
 //! sweep` runs — so that a Ray task's row is the local backend's row byte for byte.
 //! [`SweepPlan`] is the driver's side (the checked plan, results.jsonl, results.csv,
 //! the summary); [`sweep_point`] is a task's side (parse the grid, run one point,
@@ -11,9 +11,9 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, OnceLock};
 
-use poolc::tools::sweep::plan::{Plan, SearchChoice};
-use poolc::tools::sweep::results::{Output, Row};
-use poolc::tools::sweep::{SweepError, TraceCache, run_alone, summary};
+use poolc_tools::sweep::plan::{Plan, SearchChoice};
+use poolc_tools::sweep::results::{Output, Row};
+use poolc_tools::sweep::{SweepError, TraceCache, run_alone, summary};
 use pyo3::prelude::*;
 
 use crate::error;

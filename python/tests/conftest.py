@@ -1,5 +1,8 @@
 """Shared fixtures of the Python tests: the repository root (tests run from any
-directory) and the ``poolc`` binary they compare the package with."""
+directory) and the ``poolc`` binary they compare the package with; and the rule that
+under CI (``CI`` set) no test may be skipped: a skip there is a test that could not
+run because CI failed to install what it needs, so it is reported as a failure with
+its reason. Elsewhere a skip is listed with its reason (``pytest -rs``)."""
 
 import os
 import pathlib
@@ -48,3 +51,13 @@ def cli():
 def at_root(monkeypatch):
     """Relative paths (examples/…) mean what they mean to the CLI run from the root."""
     monkeypatch.chdir(ROOT)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI, where every test must run: {reason}"

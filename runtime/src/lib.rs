@@ -9,9 +9,9 @@
 //! notices), [`policy`] (the compiled-function ABI), [`host`] (the reference host:
 //! sessions, step and link stages R15–R17, the report, and the [`host::Observer`]
 //! that the log and every other watcher of a run implement), [`trace`] (the workload
-//! readers and the synthetic workload), [`oracle`] (vLLM oracle scenarios: read,
-//! replay, compare). docs/RUNTIME.md maps every rule to its code; docs/HOST.md
-//! describes the host.
+//! readers and the synthetic workload). docs/RUNTIME.md maps every rule to its code;
+//! docs/HOST.md describes the host. Conformance tooling (the replay of recorded vLLM
+//! scenarios) is not the engine's: it lives in the tools crate, `poolc_tools::oracle`.
 
 pub mod atomic_file;
 mod cache;
@@ -21,7 +21,6 @@ pub mod error;
 pub mod event;
 mod hash;
 pub mod host;
-pub mod oracle;
 pub mod policy;
 pub mod pool;
 mod queue;

@@ -147,11 +147,36 @@ impl fmt::Debug for Compiled {
     }
 }
 
-/// Parses, checks and JIT-compiles a spec. A code generation failure (which only a
-/// compiler bug or an unusable host can cause) is a diagnostic with code `codegen`.
-pub fn compile(source: &str, options: &crate::Options) -> Result<Compiled, Vec<Diagnostic>> {
-    let program = crate::check(source, options)?;
-    compile_program(&program).map_err(|e| vec![Diagnostic::new("codegen", e.to_string())])
+/// Why a spec did not become code: what is wrong in the spec (diagnostics with
+/// spans), or a code generation failure, which only a compiler bug or an unusable
+/// host can cause.
+#[derive(Debug)]
+pub enum CompileError {
+    Spec(Vec<Diagnostic>),
+    Codegen(CodegenError),
+}
+
+impl fmt::Display for CompileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompileError::Spec(diags) => {
+                write!(f, "{} error(s) in the spec", diags.len())?;
+                if let Some(d) = diags.first() {
+                    write!(f, ": {}", d.message)?;
+                }
+                Ok(())
+            }
+            CompileError::Codegen(e) => write!(f, "code generation failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for CompileError {}
+
+/// Parses, checks and JIT-compiles a spec.
+pub fn compile(source: &str, options: &crate::Options) -> Result<Compiled, CompileError> {
+    let program = crate::check(source, options).map_err(CompileError::Spec)?;
+    compile_program(&program).map_err(CompileError::Codegen)
 }
 
 /// The Cranelift IR of every function of `program` (of one pool or stage with

@@ -33,7 +33,10 @@ use crate::syntax::ast::{
 };
 
 use expr::Owner;
-use names::{Sym, Symbols, suggest};
+/// "Did you mean": the one near-miss rule of the project, for sema's names and for
+/// every other place that names a thing the user may have mistyped (sweep grids).
+pub use names::suggest;
+use names::{Sym, Symbols};
 use site::{Site, SiteBuilder};
 
 /// Largest family a declaration may have: large enough for any deployment, small

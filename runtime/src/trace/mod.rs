@@ -20,7 +20,7 @@ pub mod mooncake;
 mod reader;
 pub mod synthetic;
 
-pub use reader::{Reader, open_path};
+pub use reader::{Reader, open_path, open_text};
 pub use synthetic::{Generator, SyntheticParams, synthetic, synthetic_with};
 
 /// Longest line a trace may have, in bytes without its newline (docs/RELIABILITY.md,
@@ -279,7 +279,7 @@ pub fn read_path(path: &Path, format: Option<Format>) -> Result<Workload, TraceE
     open_path(path, format)?.workload()
 }
 
-/// Checks that run ids are prefix-chained across a workload (R2; FORMAT.md): every
+/// Checks that run ids are prefix-chained across a workload (R2; docs/CONFORMANCE.md): every
 /// occurrence of an id starts at the same unit, has the same length and follows the
 /// same id. Lookups only; the map's order never reaches a result.
 #[derive(Debug, Default)]

@@ -147,12 +147,12 @@ impl<R: Read> SessionSource for Reader<R> {
 
     /// The file's rows, counted by a scan of its bytes the first time it is asked
     /// for (only a progress bar asks): a hint, since a CSV field may hold a newline.
-    /// `None` for a reader not made by [`open_path`], or of something other than a
-    /// regular file (a pipe cannot be read twice).
+    /// `None` for a reader not made by [`open_path`] or [`open_text`], or of something
+    /// other than a regular file (a pipe cannot be read twice).
     fn len_hint(&self) -> Option<u64> {
         *self.row_count.get_or_init(|| {
             let (path, format) = self.rows_in.as_ref()?;
-            count_rows(path, *format)
+            count_file_rows(path, *format)
         })
     }
 
@@ -191,10 +191,29 @@ pub fn open_path(path: &Path, format: Option<Format>) -> Result<Reader<File>, Tr
     Ok(reader)
 }
 
+/// Starts reading a trace held in memory (a workload bundled into a program), in
+/// `format`; `name` names it in errors. Its rows are counted at once: the text is
+/// at hand, and a progress bar then knows the length as it does for a file.
+pub fn open_text(
+    text: &'static str,
+    name: &str,
+    format: Format,
+) -> Result<Reader<&'static [u8]>, TraceError> {
+    let reader = Reader::new(format, text.as_bytes(), name)?;
+    let _ = reader.row_count.set(count_rows(text.as_bytes(), format));
+    Ok(reader)
+}
+
 /// A file's non-blank lines, less an Azure CSV's header; `None` if it cannot be read
 /// (the reader reports that itself).
-fn count_rows(path: &Path, format: Format) -> Option<u64> {
-    let mut file = BufReader::with_capacity(1 << 16, File::open(path).ok()?);
+fn count_file_rows(path: &Path, format: Format) -> Option<u64> {
+    count_rows(File::open(path).ok()?, format)
+}
+
+/// The non-blank lines `bytes` yields, less an Azure CSV's header; `None` on a read
+/// error.
+fn count_rows(bytes: impl Read, format: Format) -> Option<u64> {
+    let mut file = BufReader::with_capacity(1 << 16, bytes);
     let (mut rows, mut blank) = (0u64, true);
     loop {
         let buf = file.fill_buf().ok()?;

@@ -1,0 +1,155 @@
+//! The bundled example specs and the `poolc check` command line: every
+//! `examples/*.pool` checks clean (exit 0, nothing on stderr), a `--set` of a declared
+//! `param` is accepted, and the two ways of not giving `check` a readable file fail
+//! with the documented exit codes (2: usage error; 1: unreadable file, named in the
+//! message). It runs the built binary; it does not look inside the IR.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// The specs the README and docs point people to; each must exist and check clean.
+const BUNDLED: [&str; 4] = ["vllm", "ascend", "tiered", "replicas"];
+
+/// Runs the built `poolc` with `args` from the crate root, without colours.
+fn poolc(args: &[&str]) -> Output {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    Command::new(env!("CARGO_BIN_EXE_poolc"))
+        .args(args)
+        .current_dir(root)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run poolc {args:?}: {e}"))
+}
+
+/// A readable account of one run, for assert messages.
+fn describe(args: &[&str], output: &Output) -> String {
+    format!(
+        "`poolc {}` exited with {:?}\n--- stdout\n{}--- stderr\n{}---",
+        args.join(" "),
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    )
+}
+
+/// `examples/*.pool`, as paths relative to the crate root, sorted.
+fn example_specs() -> Vec<String> {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("examples");
+    let entries =
+        fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    let mut specs: Vec<String> = entries
+        .map(|entry| {
+            entry
+                .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+                .path()
+        })
+        .filter(|path| path.extension().is_some_and(|ext| ext == "pool"))
+        .filter_map(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .map(|n| format!("examples/{n}"))
+        })
+        .collect();
+    specs.sort();
+    specs
+}
+
+#[test]
+fn bundled_examples_exist() {
+    let specs = example_specs();
+    for name in BUNDLED {
+        let path = format!("examples/{name}.pool");
+        assert!(
+            specs.contains(&path),
+            "{path} is missing; examples/ holds {specs:?}"
+        );
+    }
+}
+
+#[test]
+fn every_example_checks_clean() {
+    let mut failures = Vec::new();
+    for spec in example_specs() {
+        let args = ["check", spec.as_str()];
+        let output = poolc(&args);
+        if output.status.code() != Some(0) || !output.stderr.is_empty() {
+            failures.push(describe(&args, &output));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "examples that do not check clean:\n\n{}",
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn d2_set_of_a_declared_param_is_accepted() {
+    let args = [
+        "check",
+        "examples/vllm.pool",
+        "--set",
+        "num_gpu_blocks=8191",
+    ];
+    let output = poolc(&args);
+    assert!(
+        output.status.code() == Some(0) && output.stderr.is_empty(),
+        "a --set of a declared param should check clean:\n{}",
+        describe(&args, &output)
+    );
+}
+
+#[test]
+fn check_without_a_file_is_a_usage_error() {
+    let args = ["check"];
+    let output = poolc(&args);
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "expected exit 2 (usage error):\n{}",
+        describe(&args, &output)
+    );
+    assert!(
+        !output.stderr.is_empty(),
+        "a usage error must say what is wrong:\n{}",
+        describe(&args, &output)
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "a usage error belongs on stderr:\n{}",
+        describe(&args, &output)
+    );
+}
+
+#[test]
+fn check_of_a_missing_file_names_it() {
+    let missing = "tests/no-such-spec.pool";
+    assert!(
+        !Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .join(missing)
+            .exists(),
+        "{missing} must not exist"
+    );
+    let args = ["check", missing];
+    let output = poolc(&args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "expected exit 1 (unreadable file):\n{}",
+        describe(&args, &output)
+    );
+    assert!(
+        stderr.contains(&format!("cannot read {missing}: ")),
+        "stderr should contain `cannot read {missing}: …`:\n{}",
+        describe(&args, &output)
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "the error belongs on stderr:\n{}",
+        describe(&args, &output)
+    );
+}
