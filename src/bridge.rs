@@ -93,7 +93,7 @@ fn member_config(
         (ir::QueuePolicy::Fifo, _) => QueuePolicy::Fifo,
         (ir::QueuePolicy::By(_), Some(keys)) => QueuePolicy::By {
             keys: keys.clone(),
-            layout: layout(&pool.queue_layout, false, member),
+            layout: layout(&pool.queue_layout, PoolSite::Queue, member),
         },
         (ir::QueuePolicy::By(_), None) => return Err(mismatch("queue keys")),
     };
@@ -101,7 +101,7 @@ fn member_config(
         (ir::Evict::Lru, _) => EvictPolicy::Lru,
         (ir::Evict::By(_), Some(keys)) => EvictPolicy::By {
             keys: keys.clone(),
-            layout: layout(&pool.entry_layout, true, member),
+            layout: layout(&pool.entry_layout, PoolSite::Entry, member),
         },
         (ir::Evict::By(_), None) => return Err(mismatch("evict keys")),
     };
@@ -110,7 +110,7 @@ fn member_config(
         (ir::PreemptMode::Lifo, _) => Preempt::Lifo,
         (ir::PreemptMode::By(_), Some(keys)) => Preempt::By {
             keys: keys.clone(),
-            layout: layout(&pool.resident_layout, false, member),
+            layout: layout(&pool.resident_layout, PoolSite::Resident, member),
         },
         (ir::PreemptMode::By(_), None) => return Err(mismatch("preempt keys")),
     };
@@ -118,7 +118,7 @@ fn member_config(
         (None, _) => None,
         (Some(s), Some(fns)) => Some(SpillPolicy {
             fns: fns.clone(),
-            layout: layout(&pool.entry_layout, true, member),
+            layout: layout(&pool.entry_layout, PoolSite::Entry, member),
             tier: PoolRef {
                 pool: s.tier.target.0,
                 member: join_member(s.tier.rule, member),
@@ -146,23 +146,32 @@ fn member_config(
     })
 }
 
-/// A site layout in runtime terms. `entry` says it is the entry layout, where `units`
-/// means the units a spill writes.
-fn layout(l: &ir::Layout, entry: bool, member: u32) -> poolrt::Layout {
-    let map = |inputs: &[ir::Input]| inputs.iter().map(|i| input(*i, entry, member)).collect();
+/// Which of a pool's sites a layout serves. It decides what `units` reads: at the
+/// entry sites (evict keys, spill `work` and `when`) the units a spill writes, at the
+/// others the hold's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PoolSite {
+    Queue,
+    Entry,
+    Resident,
+}
+
+/// A site layout in runtime terms.
+fn layout(l: &ir::Layout, site: PoolSite, member: u32) -> poolrt::Layout {
+    let map = |inputs: &[ir::Input]| inputs.iter().map(|i| input(*i, site, member)).collect();
     poolrt::Layout {
         row: map(&l.row),
         ctx: map(&l.ctx),
     }
 }
 
-fn input(i: ir::Input, entry: bool, member: u32) -> poolrt::Input {
+fn input(i: ir::Input, site: PoolSite, member: u32) -> poolrt::Input {
     use poolrt::Input as R;
     match i {
         ir::Input::Attr(a) => R::Attr(a.0),
         ir::Input::Enqueued => R::Enqueued,
         ir::Input::Var(v) => match v {
-            Var::Units if entry => R::SpillUnits,
+            Var::Units if site == PoolSite::Entry => R::SpillUnits,
             Var::Units => R::Units,
             Var::Reserve => R::Reserve,
             Var::Computed => R::Computed,
@@ -224,19 +233,19 @@ pub fn host_config(
         .collect();
     let mut stage_decls = Vec::new();
     for (i, s) in program.stages.iter().enumerate() {
-        let kind = match s.kind {
-            ir::StageKind::Link => StageKind::Link(LinkConfig { rate: s.rate }),
-            ir::StageKind::Step => {
+        let kind = match &s.kind {
+            ir::StageKind::Link(link) => StageKind::Link(LinkConfig { rate: link.rate }),
+            ir::StageKind::Step(step) => {
                 let policy = stages.get(i).ok_or_else(|| BridgeError::Mismatch {
                     pool: s.name.clone(),
                     what: "stage time function",
                 })?;
                 StageKind::Step(StepConfig {
-                    budget: limit(s.budget),
-                    seats: limit(s.seats),
-                    chunk: limit(s.chunk),
-                    exclusive_prefill: s.exclusive_prefill,
-                    time: iter_time(s, policy),
+                    budget: limit(step.budget),
+                    seats: limit(step.seats),
+                    chunk: limit(step.chunk),
+                    exclusive_prefill: step.exclusive_prefill,
+                    time: iter_time(step, policy),
                 })
             }
         };
@@ -299,11 +308,11 @@ fn admitting_members(
 }
 
 /// A constant `time` needs no call per iteration.
-fn iter_time(stage: &ir::CStage, policy: &StagePolicy) -> IterTime {
-    if let ir::Expr::Const(c) = stage.time.expr {
+fn iter_time(step: &ir::StepStage, policy: &StagePolicy) -> IterTime {
+    if let ir::Expr::Const(c) = step.time.expr {
         return IterTime::Fixed(c);
     }
-    let layout = stage
+    let layout = step
         .time_layout
         .ctx
         .iter()

@@ -85,9 +85,23 @@ impl Diagnostic {
     }
 }
 
+/// How rendered diagnostics are styled: a terminal shows colours, anything else
+/// (snapshots, files, pipes, Python exceptions) reads plain text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Styling {
+    /// Text only.
+    Plain,
+    /// Text with ANSI colour escapes, for a terminal.
+    Ansi,
+}
+
 /// Renders diagnostics against the source they point into, as a user sees them.
-/// `color` adds terminal colours; snapshots render without.
-pub fn render(file_name: &str, source: &str, diagnostics: &[Diagnostic], color: bool) -> String {
+pub fn render(
+    file_name: &str,
+    source: &str,
+    diagnostics: &[Diagnostic],
+    styling: Styling,
+) -> String {
     let file = SimpleFile::new(file_name, source);
     let config = Config::default();
     let mut out = String::new();
@@ -113,17 +127,14 @@ pub fn render(file_name: &str, source: &str, diagnostics: &[Diagnostic], color: 
         .with_message(d.message.clone())
         .with_labels(labels)
         .with_notes(d.notes.clone());
-        if color {
-            let mut buf = term::termcolor::Buffer::ansi();
-            // Writing into an in-memory buffer cannot fail for I/O reasons; a failure
-            // here would be a span outside the file, which `clamp` rules out.
-            let _ = term::emit(&mut buf, &config, &file, &cs);
-            out.push_str(&String::from_utf8_lossy(buf.as_slice()));
-        } else {
-            let mut buf = term::termcolor::Buffer::no_color();
-            let _ = term::emit(&mut buf, &config, &file, &cs);
-            out.push_str(&String::from_utf8_lossy(buf.as_slice()));
-        }
+        let mut buf = match styling {
+            Styling::Plain => term::termcolor::Buffer::no_color(),
+            Styling::Ansi => term::termcolor::Buffer::ansi(),
+        };
+        // Writing into an in-memory buffer cannot fail for I/O reasons; a failure
+        // here would be a span outside the file, which `clamp` rules out.
+        let _ = term::emit(&mut buf, &config, &file, &cs);
+        out.push_str(&String::from_utf8_lossy(buf.as_slice()));
     }
     out
 }

@@ -20,6 +20,7 @@ use poolc::Compiled;
 use poolc::aot::load::{self, LoadError};
 use poolc::aot::object::Prefix;
 use poolc::aot::{self, Emit, manifest};
+use poolc::codegen::ClifForm;
 use poolc::ir::{Evict, PreemptMode, Program, QueuePolicy};
 use poolrt::policy::KeyList;
 use proptest::test_runner::TestRunner;
@@ -191,7 +192,7 @@ fn object_and_jit_hand_cranelift_the_same_clif() {
         .collect();
     programs.push(("corpus".into(), corpus_program(7, 3, 8)));
     for (name, program) in &programs {
-        let jit = poolc::codegen::clif(program, None, false).expect("JIT CLIF");
+        let jit = poolc::codegen::clif(program, None, ClifForm::Built).expect("JIT CLIF");
         assert!(jit.contains("function %"), "{name}: {jit}");
         for target in [host(), aarch64()] {
             let (obj, _) = aot::object(program, &options(&target, Emit::Object))

@@ -16,6 +16,8 @@
 
 use std::path::Path;
 
+use poolc::codegen::ClifForm;
+
 /// Fails, saying why, unless every signature in `clif` starts with an `i64` pointer
 /// and ends in `system_v`, as on the hosts the snapshots were taken on.
 fn assert_snapshot_host(clif: &str) {
@@ -42,7 +44,7 @@ fn clif_of_every_example() {
         let source = std::fs::read_to_string(&spec).expect("readable example");
         let program = poolc::check(&source, &poolc::Options::default())
             .unwrap_or_else(|d| panic!("{} does not check: {d:#?}", spec.display()));
-        let clif = poolc::codegen::clif(&program, None, false)
+        let clif = poolc::codegen::clif(&program, None, ClifForm::Built)
             .unwrap_or_else(|e| panic!("{}: no CLIF: {e}", spec.display()));
         let name = spec
             .file_stem()

@@ -8,7 +8,7 @@
 
 use std::cmp::Ordering;
 
-use poolc::codegen::{compile_exprs, compile_key_list};
+use poolc::codegen::{ClifForm, compile_exprs, compile_key_list};
 use poolc::interp;
 use poolc::ir::{BinaryOp, Builtin, Expr, Slot, UnaryOp};
 use proptest::prelude::*;
@@ -306,7 +306,7 @@ fn e2_lazy_operators_branch_before_reading_the_other_side() {
             format!("readonly v0+{}\n", 8 * slot)
         }
     };
-    let text = poolc::codegen::clif(&program, Some("p"), false).expect("clif");
+    let text = poolc::codegen::clif(&program, Some("p"), ClifForm::Built).expect("clif");
     let uses = [("b", "c"), ("b", ""), ("", "c")];
     for (key, (lazy_b, lazy_c)) in uses.iter().enumerate() {
         let header = format!("; pool_p_queue_key{key}\n");

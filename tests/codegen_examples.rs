@@ -11,6 +11,7 @@ use std::path::Path;
 
 use build_support::examples;
 use build_support::expr_tree::same;
+use poolc::codegen::ClifForm;
 use poolc::interp;
 use poolc::ir::{Evict, Layout, QueuePolicy, SiteExpr};
 use poolc::{Compiled, Options, compile};
@@ -135,11 +136,11 @@ fn every_example_compiles_and_agrees_with_the_interpreter() {
             }
         }
         for (stage, policy) in program.stages.iter().zip(c.stages()) {
-            let strategy = proptest::collection::vec(value(), stage.time_layout.ctx.len());
+            let (time, time_layout) = stage.time();
+            let strategy = proptest::collection::vec(value(), time_layout.ctx.len());
             runner()
                 .run(&strategy, |ctx| {
-                    let (got, want) =
-                        (policy.time(&ctx), interp::eval(&stage.time.expr, &[], &ctx));
+                    let (got, want) = (policy.time(&ctx), interp::eval(&time.expr, &[], &ctx));
                     prop_assert!(
                         same(got, want),
                         "{} time: jit {got:?} interp {want:?}",
@@ -157,8 +158,8 @@ fn clif_lists_every_function_of_every_example_before_and_after_optimisation() {
     for (path, text) in examples() {
         let c = compile_example(&path, &text);
         let program = c.program();
-        for optimized in [false, true] {
-            let out = poolc::codegen::clif(program, None, optimized)
+        for form in [ClifForm::Built, ClifForm::Optimized] {
+            let out = poolc::codegen::clif(program, None, form)
                 .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             for stage in &program.stages {
                 assert!(
@@ -178,8 +179,8 @@ fn clif_lists_every_function_of_every_example_before_and_after_optimisation() {
                 }
             }
         }
-        let err =
-            poolc::codegen::clif(program, Some("no_such_pool"), false).expect_err("unknown pool");
+        let err = poolc::codegen::clif(program, Some("no_such_pool"), ClifForm::Built)
+            .expect_err("unknown pool");
         assert!(err.to_string().contains("no_such_pool"), "{err}");
     }
 }

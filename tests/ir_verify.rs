@@ -8,7 +8,7 @@
 use poolc::ir::verify::{MAX_SLOTS, Problem};
 use poolc::ir::{
     self, AttrId, BinaryOp, Builtin, Evict, Expr, Input, JoinRule, Member, PoolId, Program,
-    QueryTarget, QueuePolicy, Read, SiteExpr, Slot, StageId, Var,
+    QueryTarget, QueuePolicy, Read, SiteExpr, Slot, StageId, StageKind, Var,
 };
 
 fn example(name: &str) -> Program {
@@ -30,7 +30,7 @@ fn problem(f: impl FnOnce(&mut Program)) -> Problem {
         .problem
 }
 
-fn kv(p: &mut Program) -> &mut ir::CPool {
+fn kv(p: &mut Program) -> &mut ir::Pool {
     let id = p.find_pool("kv").expect("kv");
     &mut p.pools[id.0 as usize]
 }
@@ -70,7 +70,10 @@ fn a_slot_outside_its_layout_is_refused() {
 
 #[test]
 fn a_row_slot_in_a_stage_time_is_refused() {
-    let got = problem(|p| p.stages[0].time.expr = Expr::Slot(Slot::Row(0)));
+    let got = problem(|p| match &mut p.stages[0].kind {
+        StageKind::Step(engine) => engine.time.expr = Expr::Slot(Slot::Row(0)),
+        StageKind::Link(_) => panic!("replicas' first stage, engine, is a step stage"),
+    });
     assert_eq!(got, Problem::RowAtRowlessSite { slot: 0 });
 }
 

@@ -565,9 +565,9 @@ fn r18_preempt_keys_read_a_resident_row_and_the_moment() {
 #[test]
 fn r20_stage_time_reads_context_and_queue_keys_may_not() {
     let p = ok("stage e { step; time (0.005 + 0.00000004 * context + 0.00001 * prefill); }");
-    let e = p.stage(p.find_stage("e").unwrap());
+    let (_, time_layout) = p.stage(p.find_stage("e").unwrap()).time();
     assert_eq!(
-        e.time_layout.ctx,
+        time_layout.ctx,
         vec![Input::Var(Var::Prefill), Input::Var(Var::Context)]
     );
     let d = errs("stage e { step; } pool kv { queue by (context); admit via e; }");

@@ -214,10 +214,17 @@ pub fn run() -> ExitCode {
             opt,
             set,
         } => match load(&spec, &set.options()) {
-            Ok(program) => match codegen::clif(&program, pool.as_deref(), opt) {
-                Ok(text) => print_out(&text),
-                Err(e) => fail(&e.to_string()),
-            },
+            Ok(program) => {
+                let form = if opt {
+                    codegen::ClifForm::Optimized
+                } else {
+                    codegen::ClifForm::Built
+                };
+                match codegen::clif(&program, pool.as_deref(), form) {
+                    Ok(text) => print_out(&text),
+                    Err(e) => fail(&e.to_string()),
+                }
+            }
             Err(code) => code,
         },
         Command::Eval {
@@ -276,6 +283,15 @@ fn fail(message: &str) -> ExitCode {
     // still says it failed.
     let _ = writeln!(std::io::stderr(), "poolc: {message}");
     ExitCode::from(1)
+}
+
+/// How diagnostics written to stderr are styled: coloured only on a terminal.
+fn stderr_styling() -> diag::Styling {
+    if std::io::stderr().is_terminal() {
+        diag::Styling::Ansi
+    } else {
+        diag::Styling::Plain
+    }
 }
 
 /// Writes a command's result to stdout: success, or exit 1 with the write error.
@@ -369,9 +385,11 @@ fn load_with_warnings(path: &Path, options: &Options) -> Result<ir::Program, Exi
     match poolc::check_with_warnings(&source, options) {
         Ok((program, warnings)) => {
             if !warnings.is_empty() {
-                let color = std::io::stderr().is_terminal();
                 let name = path.display().to_string();
-                eprint!("{}", diag::render(&name, &source, &warnings, color));
+                eprint!(
+                    "{}",
+                    diag::render(&name, &source, &warnings, stderr_styling())
+                );
                 let n = warnings.len();
                 eprintln!("poolc: {n} warning{} in {}", plural(n), path.display());
             }
@@ -400,13 +418,12 @@ fn report_compile(path: &Path, source: &str, error: &poolc::CompileError) {
 }
 
 fn report(path: &Path, source: &str, diags: &[Diagnostic]) {
-    let color = std::io::stderr().is_terminal();
     let n = diags.len();
     // A failed write to stderr is ignored, as in `fail`.
     let _ = writeln!(
         std::io::stderr(),
         "{}poolc: {n} error{} in {}",
-        diag::render(&path.display().to_string(), source, diags, color),
+        diag::render(&path.display().to_string(), source, diags, stderr_styling()),
         plural(n),
         path.display()
     );

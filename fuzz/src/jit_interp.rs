@@ -7,6 +7,7 @@
 //! every compiled site: each key, `select` and `cmp` of every key list, spill `pred`
 //! and `work`, and every stage `time`. It compares values only: it runs no engine.
 
+use poolc::diag::Styling;
 use poolc::interp;
 use poolc::ir::{Evict, Layout, PreemptMode, Program, QueuePolicy, SiteExpr};
 use poolrt::policy::KeyList;
@@ -275,8 +276,9 @@ fn compare(b: &mut Bytes, program: &Program, compiled: &poolc::Compiled, text: &
         }
     }
     for (stage, policy) in program.stages.iter().zip(compiled.stages()) {
-        let ctx = values(b, stage.time_layout.ctx.len());
-        let (jit, int) = (policy.time(&ctx), interp::eval(&stage.time.expr, &[], &ctx));
+        let (time, time_layout) = stage.time();
+        let ctx = values(b, time_layout.ctx.len());
+        let (jit, int) = (policy.time(&ctx), interp::eval(&time.expr, &[], &ctx));
         assert!(
             same(jit, int),
             "{} time: jit {jit:?} interp {int:?}; ctx {ctx:?}",
@@ -293,7 +295,7 @@ pub fn run(data: &[u8]) -> String {
     let program = poolc::check(&text, &poolc::Options::default()).unwrap_or_else(|d| {
         panic!(
             "a generated spec does not check:\n{text}\n{}",
-            poolc::diag::render("gen.pool", &text, &d, false)
+            poolc::diag::render("gen.pool", &text, &d, Styling::Plain)
         )
     });
     let compiled = poolc::codegen::compile_program(&program)

@@ -5,6 +5,7 @@
 //! output too). It never runs the compiled code: target (b) does.
 
 use poolc::Options;
+use poolc::diag::Styling;
 
 /// What the pipeline did with one input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +22,7 @@ pub fn run(data: &[u8]) -> Verdict {
     match poolc::check(&text, &Options::default()) {
         Err(diags) => {
             assert!(!diags.is_empty(), "a refusal with no diagnostic");
-            let rendered = poolc::diag::render("fuzz.pool", &text, &diags, false);
+            let rendered = poolc::diag::render("fuzz.pool", &text, &diags, Styling::Plain);
             assert!(!rendered.is_empty(), "diagnostics rendered to nothing");
             Verdict::Refused
         }

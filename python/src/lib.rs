@@ -204,7 +204,7 @@ impl Spec {
     /// The IR facts a Python host checks a spec against: per pool its name, family
     /// size, `cap` (None: inf), `block`, whether it spills, its `admit via` stage,
     /// and its queue, evict, preempt and requeue modes; per stage its name, family
-    /// size, kind, `budget`, `seats` and `chunk` (None: inf).
+    /// size, kind, `budget`, `seats` and `chunk` (None: inf, or a link).
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         use poolc::ir::{Evict, Limit, PreemptMode, QueuePolicy, Requeue, StageKind};
         let p = self.compiled.program();
@@ -260,16 +260,14 @@ impl Spec {
             let d = PyDict::new(py);
             d.set_item("name", &stage.name)?;
             d.set_item("count", stage.count)?;
-            d.set_item(
-                "kind",
-                match stage.kind {
-                    StageKind::Step => "step",
-                    StageKind::Link => "link",
-                },
-            )?;
-            d.set_item("budget", limit(stage.budget))?;
-            d.set_item("seats", limit(stage.seats))?;
-            d.set_item("chunk", limit(stage.chunk))?;
+            d.set_item("kind", stage.kind.name())?;
+            let step = match &stage.kind {
+                StageKind::Step(step) => Some(step),
+                StageKind::Link(_) => None,
+            };
+            d.set_item("budget", step.and_then(|s| limit(s.budget)))?;
+            d.set_item("seats", step.and_then(|s| limit(s.seats)))?;
+            d.set_item("chunk", step.and_then(|s| limit(s.chunk)))?;
             stages.append(d)?;
         }
         let out = PyDict::new(py);
@@ -327,7 +325,7 @@ fn compile_source(
     let program = match poolc::check(source, &options) {
         Ok(p) => p,
         Err(diags) => {
-            let text = diag::render(name, source, &diags, false);
+            let text = diag::render(name, source, &diags, diag::Styling::Plain);
             let list = PyList::empty(py);
             for d in &diags {
                 list.append(diagnostic_dict(py, d, name, source)?)?;

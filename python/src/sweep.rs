@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Mutex, OnceLock};
 
+use poolc::diag::Styling;
 use poolc_tools::sweep::plan::{Plan, SearchChoice};
 use poolc_tools::sweep::results::{Output, Row};
 use poolc_tools::sweep::{SweepError, TraceCache, run_alone, summary};
@@ -19,7 +20,7 @@ use pyo3::prelude::*;
 use crate::error;
 
 fn sweep_error(py: Python<'_>, e: &SweepError) -> PyErr {
-    error(py, "SweepError", (e.render(false),))
+    error(py, "SweepError", (e.render(Styling::Plain),))
 }
 
 fn choice(py: Python<'_>, search: Option<&str>) -> PyResult<SearchChoice> {

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::manifest::{self, FORMAT};
 use crate::aot::object::{Prefix, Target};
-use crate::ir::{Evict, Layout, PreemptMode, Program, QueuePolicy, SiteExpr};
+use crate::ir::{Evict, Layout, PreemptMode, Program, QueuePolicy, Rows, SiteExpr};
 
 /// The header text for `program` built for `target` with `prefix`; `source` names
 /// the spec in the opening comment.
@@ -61,16 +61,17 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
             stage.name,
             count(stage.count)
         );
+        let (time, time_layout) = stage.time();
         layout(
             &mut h,
             program,
             prefix,
             &sym,
             "time",
-            &stage.time_layout,
-            false,
+            time_layout,
+            Rows::Absent,
         );
-        function(&mut h, program, "time", &stage.time, &stage.time_layout);
+        function(&mut h, program, "time", time, time_layout);
         let _ = writeln!(h, "double {}(const double *ctx);", prefix.symbol(&sym));
     }
     for pool in &program.pools {
@@ -99,7 +100,7 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
                 &site,
                 "queue",
                 &pool.queue_layout,
-                true,
+                Rows::PerRecord,
             );
             key_list(&mut h, program, prefix, &site, keys, &pool.queue_layout);
         }
@@ -119,7 +120,7 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
                 &site,
                 "entry",
                 &pool.entry_layout,
-                true,
+                Rows::PerRecord,
             );
         }
         if let Some(keys) = evict {
@@ -136,7 +137,7 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
                 &format!("{sym}_resident"),
                 "resident",
                 l,
-                true,
+                Rows::PerRecord,
             );
             key_list(&mut h, program, prefix, &site, keys, l);
         }
@@ -194,7 +195,7 @@ fn layout(
     site_sym: &str,
     site: &str,
     layout: &Layout,
-    has_row: bool,
+    rows: Rows,
 ) {
     let names = |inputs: &[crate::ir::Input]| -> String {
         if inputs.is_empty() {
@@ -207,7 +208,7 @@ fn layout(
             .collect::<Vec<_>>()
             .join("  ")
     };
-    if has_row {
+    if rows == Rows::PerRecord {
         let _ = writeln!(
             h,
             "/* {site} row, {}: {} */",
@@ -222,7 +223,7 @@ fn layout(
         comment(&names(&layout.ctx))
     );
     let base = prefix.symbol(site_sym);
-    if has_row {
+    if rows == Rows::PerRecord {
         let _ = writeln!(h, "enum {{ {base}_row_slots = {} }};", layout.row.len());
     }
     let _ = writeln!(h, "enum {{ {base}_ctx_slots = {} }};", layout.ctx.len());

@@ -20,8 +20,8 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::aot::object::{Prefix, Target};
 use crate::ir::{
-    self, Evict, Expr, Input, JoinRule, Layout, Limit, Member, PreemptMode, Program, QueryTarget,
-    QueuePolicy, ReadSet, Requeue, SiteExpr, Slot, StageKind,
+    self, Evict, Expr, Input, JoinRule, Layout, Limit, LinkStage, Member, PreemptMode, Program,
+    QueryTarget, QueuePolicy, ReadSet, Requeue, SiteExpr, Slot, StageKind, StepStage,
 };
 
 /// The version of the manifest layout; a loader refuses any other. Bump it when a
@@ -147,22 +147,27 @@ impl Writer<'_> {
             self.line(2, "{");
             self.line(3, &format!("\"name\": {},", quote(&s.name)));
             self.line(3, &format!("\"count\": {},", s.count));
-            let kind = match s.kind {
-                StageKind::Step => "step",
-                StageKind::Link => "link",
+            self.line(3, &format!("\"kind\": {},", quote(s.kind.name())));
+            // Every stage carries every field (format 2): a link writes the options of
+            // a step that sets none, a step a link's default `rate`, and each the
+            // `time` it exports.
+            let unset_step = StepStage::default();
+            let (step, link) = match &s.kind {
+                StageKind::Step(step) => (step, LinkStage::default()),
+                StageKind::Link(link) => (&unset_step, *link),
             };
-            self.line(3, &format!("\"kind\": {},", quote(kind)));
-            self.line(3, &format!("\"budget\": {},", limit(s.budget)));
-            self.line(3, &format!("\"seats\": {},", limit(s.seats)));
-            self.line(3, &format!("\"chunk\": {},", limit(s.chunk)));
+            self.line(3, &format!("\"budget\": {},", limit(step.budget)));
+            self.line(3, &format!("\"seats\": {},", limit(step.seats)));
+            self.line(3, &format!("\"chunk\": {},", limit(step.chunk)));
             self.line(
                 3,
-                &format!("\"exclusive_prefill\": {},", s.exclusive_prefill),
+                &format!("\"exclusive_prefill\": {},", step.exclusive_prefill),
             );
-            self.line(3, &format!("\"rate\": {},", number(s.rate)));
-            let time = self.function(&format!("stage_{}_time", s.name), &s.time);
+            self.line(3, &format!("\"rate\": {},", number(link.rate)));
+            let (time, time_layout) = s.time();
+            let time = self.function(&format!("stage_{}_time", s.name), time);
             self.line(3, &format!("\"time\": {time},"));
-            self.layout("time_layout", &s.time_layout, "");
+            self.layout("time_layout", time_layout, "");
             self.line(2, &format!("}}{}", comma(i, p.stages.len())));
         }
         self.line(1, "],");
@@ -176,7 +181,7 @@ impl Writer<'_> {
     }
 
     /// Everything of a pool but its closing brace.
-    fn pool(&mut self, pool: &crate::ir::CPool) {
+    fn pool(&mut self, pool: &crate::ir::Pool) {
         let p = self.program;
         let sym = format!("pool_{}", pool.name);
         self.line(2, "{");

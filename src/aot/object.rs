@@ -17,7 +17,9 @@ use cranelift_module::{DataDescription, Linkage, Module, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use target_lexicon::{Architecture, BinaryFormat, Environment, OperatingSystem, Triple};
 
-use crate::codegen::{CodegenError, Definer, ProgramPlan, all_functions, isa_flags, module_err};
+use crate::codegen::{
+    CodegenError, Definer, Position, ProgramPlan, all_functions, isa_flags, module_err,
+};
 use crate::ir;
 
 /// The triples `poolc build` generates for, in the wording of error messages.
@@ -232,7 +234,7 @@ fn target_isa(target: &Target) -> Result<OwnedTargetIsa, CodegenError> {
     let isa_err = |m: String| CodegenError::Isa(format!("{target}: {m}"));
     // Position-independent, so the object links into a shared library; libcalls go
     // through the PLT, libm being another library.
-    let flags = isa_flags(true, isa_err)?;
+    let flags = isa_flags(Position::Independent, isa_err)?;
     cranelift_codegen::isa::lookup(target.triple().clone())
         .map_err(|e| isa_err(e.to_string()))?
         .finish(flags)

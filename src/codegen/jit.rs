@@ -19,8 +19,8 @@ use poolrt::policy::{
 
 use super::lower::{self, FnKind, Keys};
 use super::{
-    CodegenError, Compiled, Definer, ListPlan, Planned, ProgramPlan, isa_flags, list_plan_of,
-    module_err,
+    ClifForm, CodegenError, Compiled, Definer, ListPlan, Planned, Position, ProgramPlan, isa_flags,
+    list_plan_of, module_err,
 };
 use crate::ir::{self, Expr};
 
@@ -168,12 +168,12 @@ fn bare_shape(exprs: &[Expr]) -> Shape {
 /// The text of `clif`: each function as built, or after the mid-end.
 pub(super) fn clif_text(
     functions: &[&Planned<'_>],
-    optimized: bool,
+    form: ClifForm,
 ) -> Result<String, CodegenError> {
     let mut jit = Jit::new()?;
     let mut out = String::new();
     for planned in functions {
-        let text = jit.clif(planned, optimized)?;
+        let text = jit.clif(planned, form)?;
         out.push_str(&format!("; {}\n{text}\n", planned.symbol));
     }
     Ok(out)
@@ -182,17 +182,27 @@ pub(super) fn clif_text(
 /// The ISA of this machine, tuned for speed, with every feature cranelift-native
 /// detects (SSE4.1 inlines `floor`/`ceil`, AVX shortens encodings).
 fn native_isa() -> Result<OwnedTargetIsa, CodegenError> {
-    host_isa(true)
+    host_isa(Features::Detected)
 }
 
-/// The host ISA; without `detect_features`, only its baseline (SSE2 on x86-64), so
-/// that tests can reach the libcall paths a machine without SSE4.1 takes.
-fn host_isa(detect_features: bool) -> Result<OwnedTargetIsa, CodegenError> {
+/// Which CPU features of this machine the host ISA uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Features {
+    /// Every feature cranelift-native detects.
+    Detected,
+    /// Only the baseline (SSE2 on x86-64), so that tests can reach the libcall paths
+    /// a machine without SSE4.1 takes.
+    #[cfg(test)]
+    Baseline,
+}
+
+/// The host ISA with `features`.
+fn host_isa(features: Features) -> Result<OwnedTargetIsa, CodegenError> {
     let isa_err = |m: String| CodegenError::Isa(m);
     // `is_pic` off and non-colocated libcalls are what cranelift-jit requires (calls
     // may be far from the code).
-    let flags = isa_flags(false, isa_err)?;
-    let builder = cranelift_native::builder_with_options(detect_features)
+    let flags = isa_flags(Position::Dependent, isa_err)?;
+    let builder = cranelift_native::builder_with_options(features == Features::Detected)
         .map_err(|m| isa_err(m.to_string()))?;
     builder.finish(flags).map_err(|e| isa_err(e.to_string()))
 }
@@ -333,12 +343,12 @@ impl Jit {
     }
 
     /// The CLIF text of one function, never defined in the module.
-    fn clif(&mut self, planned: &Planned<'_>, optimized: bool) -> Result<String, CodegenError> {
+    fn clif(&mut self, planned: &Planned<'_>, form: ClifForm) -> Result<String, CodegenError> {
         let module = self
             .module
             .as_mut()
             .expect("the module is present until finish()");
-        self.definer.clif(module, planned, optimized)
+        self.definer.clif(module, planned, form)
     }
 
     /// Resolves relocations and makes the batch executable (one
@@ -453,7 +463,7 @@ mod tests {
     /// Rust's (the interpreter's) results, signs of zero included.
     #[test]
     fn e4_floor_and_ceil_through_libcalls_on_the_baseline_isa() {
-        let isa = host_isa(false).expect("the host has a baseline ISA");
+        let isa = host_isa(Features::Baseline).expect("the host has a baseline ISA");
         let mut jit = Jit::with_isa(isa).expect("a JIT on the baseline ISA");
         let x = Expr::Slot(Slot::Row(0));
         let floor = Expr::Call(Builtin::Floor, vec![x.clone()]);

@@ -179,13 +179,22 @@ pub fn compile(source: &str, options: &crate::Options) -> Result<Compiled, Compi
     compile_program(&program).map_err(CompileError::Codegen)
 }
 
+/// Which Cranelift IR `clif` prints of each function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClifForm {
+    /// As lowering built it.
+    Built,
+    /// After Cranelift's mid-end (egraph, LICM, constant folding) for this host's
+    /// ISA.
+    Optimized,
+}
+
 /// The Cranelift IR of every function of `program` (of one pool or stage with
-/// `only`), each preceded by a `; <symbol>` line, as built (`optimized == false`) or
-/// after Cranelift's mid-end (egraph, LICM, constant folding) for this host's ISA.
+/// `only`), each preceded by a `; <symbol>` line, in `form`.
 pub fn clif(
     program: &ir::Program,
     only: Option<&str>,
-    optimized: bool,
+    form: ClifForm,
 ) -> Result<String, CodegenError> {
     let plan = ProgramPlan::new(program)?;
     let mut selected = Vec::new();
@@ -205,7 +214,7 @@ pub fn clif(
     {
         return Err(CodegenError::NoSuchPool(name.to_string()));
     }
-    jit::clif_text(&selected, optimized)
+    jit::clif_text(&selected, form)
 }
 
 /// Every planned function of a program in one fixed order (each pool's, in pool
@@ -308,16 +317,16 @@ impl Definer {
         Ok(id)
     }
 
-    /// The CLIF text of `planned` as built, or after the mid-end for the module's
-    /// ISA; the function is declared but never defined.
+    /// The CLIF text of `planned` in `form` (the mid-end for the module's ISA); the
+    /// function is declared but never defined.
     pub fn clif(
         &mut self,
         module: &mut dyn Module,
         planned: &Planned<'_>,
-        optimized: bool,
+        form: ClifForm,
     ) -> Result<String, CodegenError> {
         self.build(module, planned)?;
-        if optimized {
+        if form == ClifForm::Optimized {
             self.ctx
                 .optimize(module.isa(), &mut ControlPlane::default())
                 .map_err(|e| CodegenError::Module {
@@ -329,13 +338,22 @@ impl Definer {
     }
 }
 
+/// Whether generated code may be loaded at any address (`is_pic`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Position {
+    /// A shared object's: it links into a library loaded anywhere.
+    Independent,
+    /// The JIT's: cranelift-jit requires it.
+    Dependent,
+}
+
 /// The Cranelift flags of every backend: tuned for speed, libcalls never colocated
 /// (generated code may lie far from them, or they are in another library), position
 /// independence as the backend needs, and the verifier only in debug builds, and so
 /// in every test (it costs a third of the compile time, docs/PERFORMANCE.md).
 /// `isa_err` words a refused flag for its backend.
 pub(crate) fn isa_flags(
-    is_pic: bool,
+    position: Position,
     isa_err: impl Fn(String) -> CodegenError,
 ) -> Result<settings::Flags, CodegenError> {
     let mut flags = settings::builder();
@@ -344,7 +362,10 @@ pub(crate) fn isa_flags(
     } else {
         "false"
     };
-    let is_pic = if is_pic { "true" } else { "false" };
+    let is_pic = match position {
+        Position::Independent => "true",
+        Position::Dependent => "false",
+    };
     for (name, value) in [
         ("opt_level", "speed"),
         ("is_pic", is_pic),
@@ -477,13 +498,13 @@ impl<'a> ProgramPlan<'a> {
         let mut stages = Vec::with_capacity(program.stages.len());
         for stage in &program.stages {
             let symbol = format!("stage_{}_time", stage.name);
-            let ctx_len = stage.time_layout.ctx.len();
+            let (time, time_layout) = stage.time();
             stages.push(StagePlan {
                 time: Planned {
                     symbol,
-                    kind: FnKind::Time(&stage.time.expr),
+                    kind: FnKind::Time(&time.expr),
                 },
-                ctx_len,
+                ctx_len: time_layout.ctx.len(),
             });
         }
         Ok(ProgramPlan { pools, stages })

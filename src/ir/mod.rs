@@ -340,6 +340,14 @@ impl Layout {
     }
 }
 
+/// Whether a site has rows: a pool's sites evaluate one row per record (a waiting
+/// hold, a cache entry, a candidate victim), a stage's `time` only its context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rows {
+    PerRecord,
+    Absent,
+}
+
 /// A compiled expression at a site, with what it reads.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SiteExpr {
@@ -385,16 +393,36 @@ pub enum JoinRule {
     SharedSource,
 }
 
+/// The clause a join serves, which decides the rules it may take (K1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JoinClause {
+    /// `admit via`: the only join that may share its source.
+    AdmitVia,
+    /// `spill … to … via`: the tier and the link.
+    Spill,
+}
+
+impl JoinRule {
+    /// The rule K1 gives a join of `clause` from a family of `from` members to one
+    /// of `to` members, or `None` when the sizes do not join. Sema derives joins with
+    /// it and the verifier checks them against it.
+    pub fn for_counts(from: u32, to: u32, clause: JoinClause) -> Option<JoinRule> {
+        if from == to {
+            Some(JoinRule::MemberForMember)
+        } else if to == 1 {
+            Some(JoinRule::SharedTarget)
+        } else if from == 1 && clause == JoinClause::AdmitVia {
+            Some(JoinRule::SharedSource)
+        } else {
+            None
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Join<T> {
     pub target: T,
     pub rule: JoinRule,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum StageKind {
-    Step,
-    Link,
 }
 
 /// What a grow that does not fit does (R13, R18).
@@ -435,8 +463,10 @@ pub enum QueuePolicy {
     By(Vec<SiteExpr>),
 }
 
+/// A pool's `spill … to TIER via LINK when …` clause (R17): where an evicted entry
+/// goes, over which link stage, and the expressions that decide and price it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CSpill {
+pub struct Spill {
     pub tier: Join<PoolId>,
     pub link: Join<StageId>,
     /// Work the write (or a tier load) puts on the link; evaluated on the entry layout.
@@ -445,8 +475,11 @@ pub struct CSpill {
     pub pred: SiteExpr,
 }
 
+/// A checked `pool` declaration: a family of `count` members sharing its options,
+/// each option resolved (defaults filled in), each expression compiled on its site's
+/// slot layout.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CPool {
+pub struct Pool {
     pub name: String,
     /// Members in the family (1 for a plain declaration).
     pub count: u32,
@@ -457,7 +490,7 @@ pub struct CPool {
     pub preempt: PreemptMode,
     pub requeue: Requeue,
     pub queue: QueuePolicy,
-    pub spill: Option<CSpill>,
+    pub spill: Option<Spill>,
     pub admit_via: Option<Join<StageId>>,
     /// Slots of the queue site: a row per waiting hold.
     pub queue_layout: Layout,
@@ -468,30 +501,115 @@ pub struct CPool {
     pub resident_layout: Layout,
 }
 
-impl CPool {
+impl Pool {
     pub fn block_units(&self) -> u64 {
         self.block.unwrap_or(1)
     }
 }
 
+/// A checked `stage` declaration: a family of `count` members sharing its options,
+/// which are a step's or a link's (D4).
 #[derive(Clone, Debug, PartialEq)]
-pub struct CStage {
+pub struct Stage {
     pub name: String,
+    /// Members in the family (1 for a plain declaration).
     pub count: u32,
     pub kind: StageKind,
+}
+
+impl Stage {
+    /// The `time` site every stage exports as a function (docs/ABI.md): a step's own;
+    /// a link, which does not iterate, exports [`StepStage::default`]'s constant 0 on
+    /// an empty layout.
+    pub fn time(&self) -> (&SiteExpr, &Layout) {
+        match &self.kind {
+            StageKind::Step(step) => (&step.time, &step.time_layout),
+            StageKind::Link(_) => (&NO_TIME, &NO_TIME_LAYOUT),
+        }
+    }
+}
+
+/// The `time` of a stage that sets none: no seconds per iteration, reading nothing.
+static NO_TIME: SiteExpr = SiteExpr {
+    expr: Expr::Const(0.0),
+    reads: ReadSet(BTreeSet::new()),
+};
+
+/// The slot layout of [`NO_TIME`]: no slot.
+static NO_TIME_LAYOUT: Layout = Layout {
+    row: Vec::new(),
+    ctx: Vec::new(),
+};
+
+/// What a stage does, with the options of that kind (D4): a step stage's cannot be
+/// set on a link, nor a link's on a step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StageKind {
+    Step(StepStage),
+    Link(LinkStage),
+}
+
+impl StageKind {
+    /// The keyword that declares the kind (`step`, `link`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            StageKind::Step(_) => "step",
+            StageKind::Link(_) => "link",
+        }
+    }
+}
+
+/// A step stage's options (D4, R15, R16): an engine that runs iterations over a batch
+/// of resident sessions.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepStage {
+    /// Tokens per iteration.
     pub budget: Limit,
+    /// Residents at most.
     pub seats: Limit,
+    /// The largest prefill piece a resident takes in one iteration.
     pub chunk: Limit,
+    /// `serve exclusive prefill` (R16).
     pub exclusive_prefill: bool,
-    /// Seconds per iteration, on `time_layout` (ctx only); `Const(0)` when absent.
+    /// Seconds per iteration, on `time_layout` (ctx only).
     pub time: SiteExpr,
     pub time_layout: Layout,
+}
+
+impl Default for StepStage {
+    /// A step stage that sets no option: nothing bounded, iterations take no time.
+    fn default() -> StepStage {
+        StepStage {
+            budget: Limit::Unbounded,
+            seats: Limit::Unbounded,
+            chunk: Limit::Unbounded,
+            exclusive_prefill: false,
+            time: NO_TIME.clone(),
+            time_layout: NO_TIME_LAYOUT.clone(),
+        }
+    }
+}
+
+/// A link stage's options (D4, R17): a transfer channel that serves spill and tier
+/// load work first come first served.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkStage {
     /// Work per second; `inf` is instantaneous.
     pub rate: f64,
 }
 
+impl Default for LinkStage {
+    /// A link stage that sets no `rate`: instantaneous.
+    fn default() -> LinkStage {
+        LinkStage {
+            rate: f64::INFINITY,
+        }
+    }
+}
+
+/// One session attribute (D3): a built-in or one the `session` block declares.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CAttr {
+pub struct Attr {
     pub name: String,
     /// `None`: every session of a workload must supply it (D3).
     pub default: Option<f64>,
@@ -499,17 +617,18 @@ pub struct CAttr {
     pub builtin: bool,
 }
 
-/// Session attributes; `AttrId(i)` indexes `attrs`. `serial` is 0 and `arrival` is 1.
+/// The checked `session` block: its attributes after the built-ins; `AttrId(i)`
+/// indexes `attrs`. `serial` is 0 and `arrival` is 1.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CSession {
-    pub attrs: Vec<CAttr>,
+pub struct Session {
+    pub attrs: Vec<Attr>,
 }
 
-impl CSession {
+impl Session {
     pub const SERIAL: AttrId = AttrId(0);
     pub const ARRIVAL: AttrId = AttrId(1);
 
-    pub fn attr(&self, id: AttrId) -> &CAttr {
+    pub fn attr(&self, id: AttrId) -> &Attr {
         self.attrs
             .get(id.0 as usize)
             .expect("an AttrId is made by the session it indexes (ir::verify)")
@@ -525,7 +644,7 @@ impl CSession {
 
 /// A `const` or `param` with its final value (after `--set`).
 #[derive(Clone, Debug, PartialEq)]
-pub struct CValue {
+pub struct NamedValue {
     pub name: String,
     pub value: f64,
     pub is_param: bool,
@@ -534,20 +653,20 @@ pub struct CValue {
 /// A whole checked spec.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
-    pub values: Vec<CValue>,
-    pub session: CSession,
-    pub stages: Vec<CStage>,
-    pub pools: Vec<CPool>,
+    pub values: Vec<NamedValue>,
+    pub session: Session,
+    pub stages: Vec<Stage>,
+    pub pools: Vec<Pool>,
 }
 
 impl Program {
-    pub fn pool(&self, id: PoolId) -> &CPool {
+    pub fn pool(&self, id: PoolId) -> &Pool {
         self.pools
             .get(id.0 as usize)
             .expect("a PoolId is made by the program it indexes (ir::verify)")
     }
 
-    pub fn stage(&self, id: StageId) -> &CStage {
+    pub fn stage(&self, id: StageId) -> &Stage {
         self.stages
             .get(id.0 as usize)
             .expect("a StageId is made by the program it indexes (ir::verify)")

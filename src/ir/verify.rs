@@ -35,8 +35,8 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use super::{
-    AttrId, Builtin, CPool, Evict, Expr, Input, JoinRule, Layout, Member, PreemptMode, Program,
-    QueryTarget, QueuePolicy, Read, SiteExpr, Slot, Var,
+    AttrId, Builtin, Evict, Expr, Input, JoinClause, JoinRule, Layout, Member, Pool, PreemptMode,
+    Program, QueryTarget, QueuePolicy, Read, Rows, SiteExpr, Slot, Var,
 };
 
 /// The most inputs a layout may hold (and one more than the largest slot index):
@@ -190,11 +190,12 @@ pub fn verify(program: &Program) -> Result<(), VerifyError> {
     for stage in &program.stages {
         let at = |what: &str| format!("stage_{}_{what}", stage.name);
         v.count(&at("family"), stage.count)?;
-        v.layout(&at("time_layout"), &stage.time_layout, None)?;
-        if !stage.time_layout.row.is_empty() {
+        let (time, time_layout) = stage.time();
+        v.layout(&at("time_layout"), time_layout, None)?;
+        if !time_layout.row.is_empty() {
             return Err(fail(&at("time_layout"), Problem::RowInTimeLayout));
         }
-        v.site(&at("time"), &stage.time, &stage.time_layout, false)?;
+        v.site(&at("time"), time, time_layout, Rows::Absent)?;
     }
     for pool in &program.pools {
         v.pool(pool)?;
@@ -262,7 +263,7 @@ impl Verifier<'_> {
         Ok(())
     }
 
-    fn pool(&self, pool: &CPool) -> Result<(), VerifyError> {
+    fn pool(&self, pool: &Pool) -> Result<(), VerifyError> {
         let p = self.program;
         let at = |what: &str| format!("pool_{}_{what}", pool.name);
         self.count(&at("family"), pool.count)?;
@@ -272,7 +273,7 @@ impl Verifier<'_> {
         self.layout(&at("resident_layout"), &pool.resident_layout, counts)?;
         if let Some(j) = &pool.admit_via {
             let stage = self.stage_ref(&at("admit_via"), j.target.0)?;
-            let expected = join(pool.count, stage.count, true);
+            let expected = JoinRule::for_counts(pool.count, stage.count, JoinClause::AdmitVia);
             self.rule(&at("admit_via"), j.rule, expected)?;
         }
         let lists = [
@@ -307,7 +308,7 @@ impl Verifier<'_> {
                 return Err(fail(&at(site), Problem::EmptyKeys));
             }
             for (i, k) in keys.iter().enumerate() {
-                self.site(&at(&format!("{site}_key{i}")), k, layout, true)?;
+                self.site(&at(&format!("{site}_key{i}")), k, layout, Rows::PerRecord)?;
             }
         }
         if let Some(s) = &pool.spill {
@@ -325,21 +326,31 @@ impl Verifier<'_> {
             self.rule(
                 &at("spill"),
                 s.tier.rule,
-                join(pool.count, tier_count, false),
+                JoinRule::for_counts(pool.count, tier_count, JoinClause::Spill),
             )?;
             let link = self.stage_ref(&at("spill"), s.link.target.0)?;
             self.rule(
                 &at("spill"),
                 s.link.rule,
-                join(pool.count, link.count, false),
+                JoinRule::for_counts(pool.count, link.count, JoinClause::Spill),
             )?;
-            self.site(&at("spill_pred"), &s.pred, &pool.entry_layout, true)?;
-            self.site(&at("spill_work"), &s.work, &pool.entry_layout, true)?;
+            self.site(
+                &at("spill_pred"),
+                &s.pred,
+                &pool.entry_layout,
+                Rows::PerRecord,
+            )?;
+            self.site(
+                &at("spill_work"),
+                &s.work,
+                &pool.entry_layout,
+                Rows::PerRecord,
+            )?;
         }
         Ok(())
     }
 
-    fn stage_ref(&self, at: &str, stage: u32) -> Result<&super::CStage, VerifyError> {
+    fn stage_ref(&self, at: &str, stage: u32) -> Result<&super::Stage, VerifyError> {
         let stages = &self.program.stages;
         stages.get(stage as usize).ok_or_else(|| {
             fail(
@@ -450,9 +461,12 @@ impl Verifier<'_> {
         at: &str,
         site: &SiteExpr,
         layout: &Layout,
-        has_rows: bool,
+        rows: Rows,
     ) -> Result<(), VerifyError> {
-        let row_len = has_rows.then_some(layout.row.len());
+        let row_len = match rows {
+            Rows::PerRecord => Some(layout.row.len()),
+            Rows::Absent => None,
+        };
         expr(&site.expr, row_len, layout.ctx.len()).map_err(|problem| fail(at, problem))?;
         let mut read = BTreeSet::new();
         slots_read(&site.expr, layout, &mut read);
@@ -468,19 +482,6 @@ fn fail(at: &str, problem: Problem) -> VerifyError {
     VerifyError {
         at: at.to_string(),
         problem,
-    }
-}
-
-/// The rule sema derives for a join from `from` members to `to` members (K1).
-fn join(from: u32, to: u32, shared_source_ok: bool) -> Option<JoinRule> {
-    if from == to {
-        Some(JoinRule::MemberForMember)
-    } else if to == 1 {
-        Some(JoinRule::SharedTarget)
-    } else if from == 1 && shared_source_ok {
-        Some(JoinRule::SharedSource)
-    } else {
-        None
     }
 }
 

@@ -24,27 +24,24 @@ pub fn dump(p: &Program) -> String {
         let _ = writeln!(out, "  attr {i} {} ({how})", a.name);
     }
     for s in &p.stages {
-        let kind = match s.kind {
-            StageKind::Step => "step",
-            StageKind::Link => "link",
-        };
-        let _ = writeln!(out, "stage {}{}: {kind}", s.name, count(s.count));
-        match s.kind {
-            StageKind::Step => {
+        let _ = writeln!(out, "stage {}{}: {}", s.name, count(s.count), s.kind.name());
+        match &s.kind {
+            StageKind::Step(step) => {
                 let _ = writeln!(
                     out,
                     "  budget {}, seats {}, chunk {}, exclusive prefill {}",
-                    s.budget,
-                    s.seats,
-                    s.chunk,
-                    if s.exclusive_prefill { "on" } else { "off" }
+                    step.budget,
+                    step.seats,
+                    step.chunk,
+                    if step.exclusive_prefill { "on" } else { "off" }
                 );
-                let _ = writeln!(out, "  time = {}", expr(&s.time.expr, p, &s.time_layout));
-                let _ = writeln!(out, "    reads {}", reads(&s.time.reads, p));
-                write_layout(&mut out, p, &s.time_layout, "time");
+                let l = &step.time_layout;
+                let _ = writeln!(out, "  time = {}", expr(&step.time.expr, p, l));
+                let _ = writeln!(out, "    reads {}", reads(&step.time.reads, p));
+                write_layout(&mut out, p, l, "time");
             }
-            StageKind::Link => {
-                let _ = writeln!(out, "  rate {}", num(s.rate));
+            StageKind::Link(link) => {
+                let _ = writeln!(out, "  rate {}", num(link.rate));
             }
         }
     }
@@ -61,7 +58,7 @@ pub fn dump(p: &Program) -> String {
             }
             PreemptMode::By(keys) => {
                 let _ = writeln!(out, "  preempt by");
-                write_keys(&mut out, p, keys, &pool.resident_layout, false);
+                write_keys(&mut out, p, keys, &pool.resident_layout, Fixedness::Hidden);
                 write_layout(&mut out, p, &pool.resident_layout, "resident");
             }
         }
@@ -87,7 +84,7 @@ pub fn dump(p: &Program) -> String {
             }
             QueuePolicy::By(keys) => {
                 let _ = writeln!(out, "  queue by");
-                write_keys(&mut out, p, keys, &pool.queue_layout, true);
+                write_keys(&mut out, p, keys, &pool.queue_layout, Fixedness::Shown);
                 write_layout(&mut out, p, &pool.queue_layout, "queue");
             }
         }
@@ -97,7 +94,7 @@ pub fn dump(p: &Program) -> String {
             }
             Evict::By(keys) => {
                 let _ = writeln!(out, "  evict by");
-                write_keys(&mut out, p, keys, &pool.entry_layout, false);
+                write_keys(&mut out, p, keys, &pool.entry_layout, Fixedness::Hidden);
             }
         }
         if let Some(s) = &pool.spill {
@@ -122,15 +119,28 @@ pub fn dump(p: &Program) -> String {
     out
 }
 
-/// Queue keys also say whether they are fixed while a hold waits (computed once at
-/// enqueue) or evaluated at every admission attempt.
-fn write_keys(out: &mut String, p: &Program, keys: &[SiteExpr], layout: &Layout, queue: bool) {
+/// Whether keys are written with whether they are fixed while a hold waits
+/// (computed once at enqueue) or evaluated at every admission attempt: only queue
+/// keys are evaluated while a hold waits.
+#[derive(Clone, Copy)]
+enum Fixedness {
+    Shown,
+    Hidden,
+}
+
+fn write_keys(
+    out: &mut String,
+    p: &Program,
+    keys: &[SiteExpr],
+    layout: &Layout,
+    fixedness: Fixedness,
+) {
     for (i, k) in keys.iter().enumerate() {
         let _ = writeln!(out, "    key {i} = {}", expr(&k.expr, p, layout));
-        let when = match (queue, k.reads.is_fixed()) {
-            (false, _) => "",
-            (true, true) => " (fixed)",
-            (true, false) => " (per attempt)",
+        let when = match (fixedness, k.reads.is_fixed()) {
+            (Fixedness::Hidden, _) => "",
+            (Fixedness::Shown, true) => " (fixed)",
+            (Fixedness::Shown, false) => " (per attempt)",
         };
         let _ = writeln!(out, "      reads {}{when}", reads(&k.reads, p));
     }

@@ -3,7 +3,7 @@
 //! join, and the spill graph checked for cycles. It only resolves and checks; the
 //! IR it returns is assembled by `mod.rs`, and all wording is `errors.rs`'s.
 
-use crate::ir::{CPool, CSpill, Join, JoinRule, PoolId, SiteExpr, StageId};
+use crate::ir::{Join, JoinClause, JoinRule, Pool, PoolId, SiteExpr, Spill, StageId};
 use crate::syntax::Span;
 use crate::syntax::ast::{self, PoolOptionKind, StageKind};
 
@@ -21,7 +21,7 @@ impl Checker<'_> {
             "`admit via`",
             (&decl.name, self.pool_counts[pool]),
             (&self.stages[s].name, self.stage_counts[s]),
-            true,
+            JoinClause::AdmitVia,
         )?;
         Some(Join {
             target: StageId(s as u32),
@@ -35,7 +35,7 @@ impl Checker<'_> {
         spill: &ast::SpillClause,
         b: &mut SiteBuilder,
         owner: Owner<'_>,
-    ) -> Option<CSpill> {
+    ) -> Option<Spill> {
         let decl = self.pools[pool];
         let tier = match self.symbols.get(&spill.tier.name) {
             Some((Sym::Pool(t), _)) if t == pool => {
@@ -47,7 +47,7 @@ impl Checker<'_> {
                     "`spill`",
                     (&decl.name, self.pool_counts[pool]),
                     (&self.pools[t].name, self.pool_counts[t]),
-                    false,
+                    JoinClause::Spill,
                 );
                 rule.map(|rule| Join {
                     target: PoolId(t as u32),
@@ -82,7 +82,7 @@ impl Checker<'_> {
                     "`spill … via`",
                     (&decl.name, self.pool_counts[pool]),
                     (&self.stages[l].name, self.stage_counts[l]),
-                    false,
+                    JoinClause::Spill,
                 )?;
                 Some(Join {
                     target: StageId(l as u32),
@@ -105,7 +105,7 @@ impl Checker<'_> {
                 reads: b.take_reads(),
             });
         b.take_reads();
-        Some(CSpill {
+        Some(Spill {
             tier: tier?,
             link: link?,
             work: work?,
@@ -164,26 +164,21 @@ impl Checker<'_> {
         what: &str,
         (from, from_count): (&ast::Ident, u32),
         (to, to_count): (&ast::Ident, u32),
-        shared_source_ok: bool,
+        clause: JoinClause,
     ) -> Option<JoinRule> {
-        if from_count == to_count {
-            Some(JoinRule::MemberForMember)
-        } else if to_count == 1 {
-            Some(JoinRule::SharedTarget)
-        } else if from_count == 1 && shared_source_ok {
-            Some(JoinRule::SharedSource)
-        } else {
+        let rule = JoinRule::for_counts(from_count, to_count, clause);
+        if rule.is_none() {
             self.error(errors::count_mismatch(
                 what,
                 (&from.name, from_count, from.span),
                 (&to.name, to_count, to.span),
             ));
-            None
         }
+        rule
     }
 
     /// K2: no chain of spills may come back to where it started.
-    pub(super) fn check_spill_cycles(&mut self, pools: &[CPool]) {
+    pub(super) fn check_spill_cycles(&mut self, pools: &[Pool]) {
         let next = |p: usize| pools[p].spill.as_ref().map(|s| s.tier.target.0 as usize);
         for start in 0..pools.len() {
             let mut path = vec![start];

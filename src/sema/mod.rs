@@ -23,8 +23,8 @@ pub use lints::lint;
 use crate::Options;
 use crate::diag::Diagnostic;
 use crate::ir::{
-    AttrId, CAttr, CPool, CSession, CStage, CValue, Evict, Expr, Layout, Limit, PreemptMode,
-    Program, QueuePolicy, ReadSet, Requeue, SiteExpr, Var,
+    self, Attr, AttrId, Evict, Layout, Limit, LinkStage, NamedValue, Pool, PreemptMode, Program,
+    QueuePolicy, Requeue, Session, SiteExpr, Stage, StepStage, Var,
 };
 use crate::syntax::Span;
 use crate::syntax::ast::{
@@ -94,7 +94,7 @@ pub(crate) struct Checker<'a> {
     overrides: Vec<Option<f64>>,
     /// The chain of constants being evaluated, for naming a cycle.
     eval_stack: Vec<Sym>,
-    attrs: Vec<CAttr>,
+    attrs: Vec<Attr>,
     pool_counts: Vec<u32>,
     stage_counts: Vec<u32>,
     diags: Vec<Diagnostic>,
@@ -166,18 +166,18 @@ impl<'a> Checker<'a> {
         );
 
         self.attrs = vec![
-            CAttr {
+            Attr {
                 name: "serial".into(),
                 default: None,
                 builtin: true,
             },
-            CAttr {
+            Attr {
                 name: "arrival".into(),
                 default: None,
                 builtin: true,
             },
         ];
-        for a in [CSessionBuiltin::Serial, CSessionBuiltin::Arrival] {
+        for a in [SessionBuiltin::Serial, SessionBuiltin::Arrival] {
             let id = a.id();
             let name = self.attrs[id.0 as usize].name.clone();
             // Built-ins are declared first, so this cannot clash.
@@ -191,7 +191,7 @@ impl<'a> Checker<'a> {
             for attr in &first.attrs {
                 let id = AttrId(self.attrs.len() as u32);
                 named.push((&attr.name, Sym::Attr(id)));
-                self.attrs.push(CAttr {
+                self.attrs.push(Attr {
                     name: attr.name.name.clone(),
                     default: None,
                     builtin: false,
@@ -359,14 +359,14 @@ impl<'a> Checker<'a> {
         let stages = (0..self.stages.len())
             .map(|i| self.build_stage(i))
             .collect();
-        let pools: Vec<CPool> = (0..self.pools.len()).map(|i| self.build_pool(i)).collect();
+        let pools: Vec<Pool> = (0..self.pools.len()).map(|i| self.build_pool(i)).collect();
         self.check_spill_cycles(&pools);
         let mut values = Vec::new();
         for (i, d) in self.consts.iter().enumerate() {
             if let ValueState::Done(v) = self.const_state[i] {
                 values.push((
                     d.span.start,
-                    CValue {
+                    NamedValue {
                         name: d.name.name.clone(),
                         value: v,
                         is_param: false,
@@ -378,7 +378,7 @@ impl<'a> Checker<'a> {
             if let ValueState::Done(v) = self.param_state[i] {
                 values.push((
                     d.span.start,
-                    CValue {
+                    NamedValue {
                         name: d.name.name.clone(),
                         value: v,
                         is_param: true,
@@ -389,7 +389,7 @@ impl<'a> Checker<'a> {
         values.sort_by_key(|(start, _)| *start);
         Program {
             values: values.into_iter().map(|(_, v)| v).collect(),
-            session: CSession {
+            session: Session {
                 attrs: self.attrs.clone(),
             },
             stages,
@@ -416,10 +416,10 @@ impl<'a> Checker<'a> {
         }
     }
 
-    /// D6: an integer ≥ 1, or `inf` where `inf_ok`.
-    fn limit(&mut self, e: &ast::Expr, what: &str, inf_ok: bool) -> Option<Limit> {
+    /// D6: an integer ≥ 1, or `inf` where `inf` says it may be.
+    fn limit(&mut self, e: &ast::Expr, what: &str, inf: Inf) -> Option<Limit> {
         let v = self.eval_const_expr(e)?;
-        if inf_ok && v == f64::INFINITY {
+        if inf == Inf::Allowed && v == f64::INFINITY {
             return Some(Limit::Unbounded);
         }
         if v.fract() == 0.0 && (1.0..=MAX_EXACT).contains(&v) {
@@ -429,36 +429,24 @@ impl<'a> Checker<'a> {
             self.error(errors::too_large(what, v, e.span));
             return None;
         }
-        let must = if inf_ok {
-            "an integer ≥ 1 or `inf`"
-        } else {
-            "an integer ≥ 1"
+        let must = match inf {
+            Inf::Allowed => "an integer ≥ 1 or `inf`",
+            Inf::Refused => "an integer ≥ 1",
         };
         self.error(errors::bad_value(what, must, v, e.span));
         None
     }
 
-    fn build_stage(&mut self, i: usize) -> CStage {
+    fn build_stage(&mut self, i: usize) -> Stage {
         let decl = self.stages[i];
         let kind_name = match decl.kind {
             StageKind::Step => "step",
             StageKind::Link => "link",
         };
-        let mut stage = CStage {
-            name: decl.name.name.clone(),
-            count: self.stage_counts[i],
-            kind: decl.kind,
-            budget: Limit::Unbounded,
-            seats: Limit::Unbounded,
-            chunk: Limit::Unbounded,
-            exclusive_prefill: false,
-            time: SiteExpr {
-                expr: Expr::Const(0.0),
-                reads: ReadSet::default(),
-            },
-            time_layout: Layout::default(),
-            rate: f64::INFINITY,
-        };
+        // Options of the other kind are refused below, so only the declared kind's
+        // options are ever set.
+        let mut step = StepStage::default();
+        let mut link = LinkStage::default();
         let mut seen: Vec<(&'static str, Span)> = Vec::new();
         let mut time_builder = SiteBuilder::new(Site::Time);
         for opt in &decl.options {
@@ -486,18 +474,20 @@ impl<'a> Checker<'a> {
             }
             match &opt.kind {
                 StageOptionKind::Budget(e) => {
-                    stage.budget = self.limit(e, "`budget`", true).unwrap_or(stage.budget)
+                    step.budget = self
+                        .limit(e, "`budget`", Inf::Allowed)
+                        .unwrap_or(step.budget)
                 }
                 StageOptionKind::Seats(e) => {
-                    stage.seats = self.limit(e, "`seats`", true).unwrap_or(stage.seats)
+                    step.seats = self.limit(e, "`seats`", Inf::Allowed).unwrap_or(step.seats)
                 }
                 StageOptionKind::Chunk(e) => {
-                    stage.chunk = self.limit(e, "`chunk`", true).unwrap_or(stage.chunk)
+                    step.chunk = self.limit(e, "`chunk`", Inf::Allowed).unwrap_or(step.chunk)
                 }
-                StageOptionKind::ServeExclusivePrefill => stage.exclusive_prefill = true,
+                StageOptionKind::ServeExclusivePrefill => step.exclusive_prefill = true,
                 StageOptionKind::Time(e) => {
                     if let Some(expr) = self.lower(e, &mut time_builder, None) {
-                        stage.time = SiteExpr {
+                        step.time = SiteExpr {
                             expr,
                             reads: time_builder.take_reads(),
                         };
@@ -506,7 +496,7 @@ impl<'a> Checker<'a> {
                 StageOptionKind::Rate(e) => {
                     if let Some(v) = self.eval_const_expr(e) {
                         if v > 0.0 {
-                            stage.rate = v;
+                            link.rate = v;
                         } else {
                             self.error(errors::bad_value("`rate`", "a number > 0", v, e.span));
                         }
@@ -514,13 +504,23 @@ impl<'a> Checker<'a> {
                 }
             }
         }
-        let (layout, remap) = time_builder.finish();
-        remap.apply(&mut stage.time.expr);
-        stage.time_layout = layout;
-        stage
+        let kind = match decl.kind {
+            StageKind::Step => {
+                let (layout, remap) = time_builder.finish();
+                remap.apply(&mut step.time.expr);
+                step.time_layout = layout;
+                ir::StageKind::Step(step)
+            }
+            StageKind::Link => ir::StageKind::Link(link),
+        };
+        Stage {
+            name: decl.name.name.clone(),
+            count: self.stage_counts[i],
+            kind,
+        }
     }
 
-    fn build_pool(&mut self, i: usize) -> CPool {
+    fn build_pool(&mut self, i: usize) -> Pool {
         let decl = self.pools[i];
         let count = self.pool_counts[i];
         let owner = Owner {
@@ -528,7 +528,7 @@ impl<'a> Checker<'a> {
             count,
             span: decl.name.span,
         };
-        let mut pool = CPool {
+        let mut pool = Pool {
             name: decl.name.name.clone(),
             count,
             cap: Limit::Unbounded,
@@ -569,10 +569,10 @@ impl<'a> Checker<'a> {
             seen.push((key, opt.span));
             match &opt.kind {
                 PoolOptionKind::Cap(e) => {
-                    pool.cap = self.limit(e, "`cap`", true).unwrap_or(pool.cap)
+                    pool.cap = self.limit(e, "`cap`", Inf::Allowed).unwrap_or(pool.cap)
                 }
                 PoolOptionKind::Block(e) => {
-                    pool.block = match self.limit(e, "`block`", false) {
+                    pool.block = match self.limit(e, "`block`", Inf::Refused) {
                         Some(Limit::Finite(n)) => Some(n),
                         _ => None,
                     }
@@ -648,18 +648,26 @@ impl<'a> Checker<'a> {
     }
 }
 
+/// Whether a whole-number option may be `inf` (D6): limits (`cap`, `budget`, `seats`,
+/// `chunk`) may be unbounded, a `block` size may not.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inf {
+    Allowed,
+    Refused,
+}
+
 /// The built-in attributes, in their fixed slots.
 #[derive(Clone, Copy)]
-enum CSessionBuiltin {
+enum SessionBuiltin {
     Serial,
     Arrival,
 }
 
-impl CSessionBuiltin {
+impl SessionBuiltin {
     fn id(self) -> AttrId {
         match self {
-            CSessionBuiltin::Serial => CSession::SERIAL,
-            CSessionBuiltin::Arrival => CSession::ARRIVAL,
+            SessionBuiltin::Serial => Session::SERIAL,
+            SessionBuiltin::Arrival => Session::ARRIVAL,
         }
     }
 }

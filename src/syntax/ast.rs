@@ -4,7 +4,7 @@
 
 use std::ops::Range;
 
-pub use crate::ir::{BinaryOp, StageKind, UnaryOp};
+pub use crate::ir::{BinaryOp, UnaryOp};
 
 /// A half-open byte range `start..end` into the source text.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -77,6 +77,13 @@ pub struct AttrDecl {
     pub name: Ident,
     pub default: Option<Expr>,
     pub span: Span,
+}
+
+/// The keyword that opens a stage's body (D4): which options the stage may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StageKind {
+    Step,
+    Link,
 }
 
 /// `stage NAME [ '[' N ']' ] { step|link; options… }` (D4).

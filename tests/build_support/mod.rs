@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use poolc::aot::object::{Prefix, Target};
 use poolc::aot::{BuildOptions, Emit};
 use poolc::ir::{
-    AttrId, CAttr, CPool, CSession, CSpill, CStage, Evict, Expr, Input, Join, JoinRule, Layout,
-    Limit, Member, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy, Read,
-    ReadSet, Requeue, SiteExpr, Slot, StageId, StageKind, Var,
+    Attr, AttrId, Evict, Expr, Input, Join, JoinRule, Layout, Limit, LinkStage, Member, Pool,
+    PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy, Read, ReadSet,
+    Requeue, Session, SiteExpr, Slot, Spill, Stage, StageId, StageKind, StepStage, Var,
 };
 use proptest::prelude::*;
 
@@ -209,19 +209,19 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
     let mut runner = seeded(seed);
     let row_expr = expr(true);
     let mut attrs = vec![
-        CAttr {
+        Attr {
             name: "serial".into(),
             default: None,
             builtin: true,
         },
-        CAttr {
+        Attr {
             name: "arrival".into(),
             default: None,
             builtin: true,
         },
     ];
     for i in 0..ROW_SLOTS {
-        attrs.push(CAttr {
+        attrs.push(Attr {
             name: format!("a{i}"),
             default: Some(0.0),
             builtin: false,
@@ -242,21 +242,22 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
         row: vec![],
         ctx: layout.ctx.clone(),
     };
-    let stage = |name: &str, kind: StageKind, time: Expr| CStage {
-        name: name.into(),
-        count: 1,
-        kind,
+    let step = StepStage {
         budget: Limit::Finite(8192),
         seats: Limit::Finite(256),
         chunk: Limit::Unbounded,
         exclusive_prefill: false,
-        time: site(time, &time_layout),
-        time_layout: time_layout.clone(),
-        rate: f64::INFINITY,
+        time: site(draw(&mut runner, &expr(false)), &time_layout),
+        time_layout,
+    };
+    let stage = |name: &str, kind: StageKind| Stage {
+        name: name.into(),
+        count: 1,
+        kind,
     };
     let stages = vec![
-        stage("s", StageKind::Step, draw(&mut runner, &expr(false))),
-        stage("l", StageKind::Link, Expr::Const(0.0)),
+        stage("s", StageKind::Step(step)),
+        stage("l", StageKind::Link(LinkStage::default())),
     ];
     let mut out = Vec::with_capacity(pools);
     for p in 0..pools {
@@ -268,7 +269,7 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
         let queue = list(&mut runner);
         let evict = list(&mut runner);
         let preempt = list(&mut runner);
-        let spill = (p + 1 < pools).then(|| CSpill {
+        let spill = (p + 1 < pools).then(|| Spill {
             tier: Join {
                 target: PoolId(pools as u32 - 1),
                 rule: JoinRule::MemberForMember,
@@ -280,7 +281,7 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             work: site(draw(&mut runner, &row_expr), &layout),
             pred: site(draw(&mut runner, &row_expr), &layout),
         });
-        out.push(CPool {
+        out.push(Pool {
             name: format!("c{p}"),
             count: 1,
             cap: Limit::Finite(1 << 20),
@@ -301,7 +302,7 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
     }
     Program {
         values: vec![],
-        session: CSession { attrs },
+        session: Session { attrs },
         stages,
         pools: out,
     }

@@ -253,8 +253,8 @@ impl SiteRef {
     fn parts(self, program: &Program) -> (&Layout, &[SiteExpr]) {
         match self {
             SiteRef::Stage(s) => {
-                let stage = program.stage(s);
-                (&stage.time_layout, std::slice::from_ref(&stage.time))
+                let (time, time_layout) = program.stage(s).time();
+                (time_layout, std::slice::from_ref(time))
             }
             SiteRef::Pool(p, site) => {
                 let pool = program.pool(p);

@@ -15,7 +15,7 @@ use poolc_tools::sweep::plan::{Plan, SearchChoice};
 use poolc_tools::sweep::results::Output;
 use poolc_tools::sweep::{self, LocalOptions, SweepError, summary};
 
-use super::print_out;
+use super::{print_out, stderr_styling};
 
 #[derive(clap::Args)]
 pub struct SweepArgs {
@@ -39,11 +39,7 @@ pub struct SweepArgs {
 }
 
 fn fail(e: &SweepError) -> ExitCode {
-    let _ = writeln!(
-        std::io::stderr(),
-        "{}",
-        e.render(std::io::stderr().is_terminal())
-    );
+    let _ = writeln!(std::io::stderr(), "{}", e.render(stderr_styling()));
     ExitCode::from(1)
 }
 

@@ -161,7 +161,7 @@ fn interp_list<const T: usize>(
 /// The interpreter's policy structs for pool `cp`, over the shapes of its compiled
 /// `policy` (installing this thread's tables); spill functions stay compiled when the
 /// pool has none in its IR.
-pub(super) fn policy(cp: &ir::CPool, policy: &PoolPolicy) -> Result<PoolPolicy, BenchError> {
+pub(super) fn policy(cp: &ir::Pool, policy: &PoolPolicy) -> Result<PoolPolicy, BenchError> {
     let missing = |what: &'static str| BenchError::MissingCode {
         pool: cp.name.clone(),
         what,

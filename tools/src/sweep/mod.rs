@@ -109,15 +109,15 @@ impl fmt::Display for PointError {
 }
 
 impl SweepError {
-    /// The error as a user reads it: diagnostics rendered against their file (with
-    /// terminal colours when `color`), anything else as one sentence.
-    pub fn render(&self, color: bool) -> String {
+    /// The error as a user reads it: diagnostics rendered against their file (styled
+    /// as `styling` says), anything else as one sentence.
+    pub fn render(&self, styling: diag::Styling) -> String {
         match self {
             SweepError::Grid { file, text, diags } => {
                 let n = diags.len();
                 format!(
                     "{}poolc: {n} error{} in {file}",
-                    diag::render(file, text, diags, color),
+                    diag::render(file, text, diags, styling),
                     if n == 1 { "" } else { "s" }
                 )
             }
@@ -135,7 +135,7 @@ impl SweepError {
                 };
                 format!(
                     "{}poolc: {n} error{} in {file}{with}",
-                    diag::render(file, text, diags, color),
+                    diag::render(file, text, diags, styling),
                     if n == 1 { "" } else { "s" }
                 )
             }
