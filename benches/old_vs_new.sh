@@ -28,7 +28,7 @@ binary() {
 old=$(binary "$1") || exit 1
 new=$(binary "$2") || exit 1
 echo "old: $1 ($old)   new: $2 ($new)"
-oracle=../shared/data/vllm-oracle/e_fcfs_mixed
+oracle=tests/data/vllm-oracle/e_fcfs_mixed
 # The replays of issue #16 (its table: measured at 2b9c683): vLLM at 4,096 and at
 # 28,000 blocks (one H100's KV), the tiered replay with every evicted block spilled
 # to an unbounded host tier, a synthetic replay, and conform on scenario e.

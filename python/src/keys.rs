@@ -1,6 +1,6 @@
 //! `poolc._native.Keys`: one compiled key list of a spec (`queue by`, `evict by` or
 //! `preempt by`) with the names of the inputs its row and ctx slots hold, for a host
-//! written in Python that keeps its own records (the vLLM plugin, poolc/vllm.py). The
+//! written in Python that keeps its own records (the vLLM plugin, poolc/vllm/__init__.py). The
 //! host fills rows by those names and asks the compiled scan which row is least (E5,
 //! ties to the lowest index) or the compiled keys' values; nothing here orders rows
 //! itself or evaluates an expression any other way. Rows whose length does not match

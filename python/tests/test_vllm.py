@@ -1,25 +1,26 @@
-"""poolc.vllm in vLLM 0.33.0's real v1 scheduler, through the workplace's oracle
-(../shared/oracle/vllm/oracle.py, which builds a ``--scheduler-cls`` class exactly as
-vLLM's engine core does): with examples/vllm.pool the plugin-driven scheduler records
-exactly what stock vLLM recorded on every shared scenario, with
-examples/vllm_priority.pool exactly what stock vLLM's priority policy recorded on ours,
-and a plugin recording with a non-FCFS spec is re-recorded byte for byte; specs the
-plugin cannot honour are refused at start-up. (tests/conform.rs checks that
-``poolc conform`` predicts every step of the plugin recordings.)
+"""poolc.vllm in vLLM 0.33.0's real v1 scheduler, through the project's recorder
+(``poolc.vllm.record``, which builds a ``--scheduler-cls`` class exactly as vLLM's engine
+core does): every committed recording (tests/data/vllm-oracle, tests/data/vllm-plugin)
+is re-recorded from the arguments in its config.json, the Mooncake slices converted
+again from examples/traces by ``poolc.vllm.mooncake``, and all three files come out
+byte for byte; with examples/vllm.pool the plugin-driven scheduler records exactly what
+stock vLLM recorded on a–f, and with examples/vllm_priority.pool exactly what stock
+vLLM's priority policy recorded on n–r; specs the plugin cannot honour are refused at
+start-up. (cli/tests/conform.rs checks that ``poolc conform`` predicts every step of the
+plugin recordings.)
 
 Needs vLLM 0.33.0 in this interpreter; .ci/test runs this file with the vLLM
 environment's Python and ``POOLC_REQUIRE_VLLM=1``, which turns a missing vLLM into a
-failure instead of a skip. The oracle runs in this process (runpy), so vLLM is
-imported once for all of them."""
+failure instead of a skip. Importing vLLM takes most of a recording's time, so the
+recordings run in two spawned worker processes that import it once each and take the
+recordings from one queue (longest first), all submitted when the first test needs
+one."""
 
-import contextlib
-import io
 import json
+import multiprocessing
 import os
 import pathlib
-import runpy
-import shutil
-import sys
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -28,104 +29,157 @@ if os.environ.get("POOLC_REQUIRE_VLLM") != "1":
 
 import poolc  # noqa: E402
 import poolc.vllm  # noqa: E402
+from poolc.vllm import mooncake, record  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHARED = ROOT.parent / "shared"
-ORACLE = SHARED / "oracle" / "vllm" / "oracle.py"
-STOCK = SHARED / "data" / "vllm-oracle"
-OURS = ROOT / "tests" / "data" / "vllm-oracle"
+ORACLE = ROOT / "tests" / "data" / "vllm-oracle"
 PLUGIN = ROOT / "tests" / "data" / "vllm-plugin"
-SHARED_SCENARIOS = [
-    "a_fcfs_budget_seats",
-    "b_fcfs_prefix",
-    "c_fcfs_preempt",
-    "d_fcfs_chunked",
-    "e_fcfs_mixed",
-    "f_mooncake_conversation",
-]
-PRIORITY_SCENARIOS = sorted(p.name for p in OURS.iterdir() if (p / "config.json").is_file() and "_prio_" in p.name)
+TRACE = ROOT / "examples" / "traces" / "mooncake_conversation_trace.jsonl"
+COMMITTED = sorted(
+    (p for base in (ORACLE, PLUGIN) for p in base.iterdir() if (p / "config.json").is_file()),
+    key=lambda p: p.name,
+)
+FILES = ("config.json", "workload.jsonl", "steps.jsonl")
+FIRST = [p.name for p in COMMITTED if p.name[0] in "abcdef" and p.parent == ORACLE]
+PRIORITY = [p.name for p in COMMITTED if "_prio_" in p.name]
+# The workload files the recordings name, as tests/data/vllm-oracle/make_scenarios.sh
+# converts them from the Mooncake trace.
+MOONCAKE_SLICES = {
+    "mooncake_conversation_first250.jsonl": dict(first=250, step_ms="50", max_model_len=131072),
+    "mooncake_conversation_first80.jsonl": dict(first=80, step_ms="50", max_output=256, max_model_len=65536),
+}
 
 
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("fake-model")
-    old = sys.argv
-    sys.argv = ["make_fake_model.py", str(d)]
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            runpy.run_path(str(ORACLE.parent / "make_fake_model.py"), run_name="__main__")
-    finally:
-        sys.argv = old
-    return d
-
-
-def record(model_dir, out, argv, conf, cls="poolc.vllm.Scheduler"):
-    """Runs the oracle on ``argv`` with the plugin class ``cls`` and ``conf`` (with
-    ``conf`` None: stock vLLM); gives steps.jsonl."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    old, cwd = sys.argv, os.getcwd()
-    sys.argv = [
-        str(ORACLE),
-        "--model-dir",
-        str(model_dir),
-        "--out-dir",
-        str(out),
-        *argv,
-    ]
-    if conf is not None:
-        sys.argv += ["--scheduler-cls", cls, "--additional-config", json.dumps({"poolc": conf})]
-    os.chdir(ROOT)  # specs are named relative to the repository
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            runpy.run_path(str(ORACLE), run_name="__main__")
-    finally:
-        sys.argv = old
-        os.chdir(cwd)
-    return (pathlib.Path(out) / "steps.jsonl").read_bytes()
-
-
-def argv_of(scenario_dir, tmp_path):
-    """A recorded scenario's oracle arguments, its workload file copied under the
-    name it was recorded with."""
-    config = json.loads((scenario_dir / "config.json").read_text())
-    argv = list(config["argv"])
+def argv_of(scenario, workloads):
+    """A recording's arguments, as its config.json records them; a workload file it
+    names is converted again into ``workloads``."""
+    argv = list(json.loads((scenario / "config.json").read_text())["argv"])
     if "--workload" in argv:
         i = argv.index("--workload") + 1
-        copy = tmp_path / argv[i]
-        shutil.copy(scenario_dir / "workload.jsonl", copy)
-        argv[i] = str(copy)
+        name = argv[i]
+        assert name in MOONCAKE_SLICES, f"{scenario.name}: add how {name} is made to MOONCAKE_SLICES"
+        path = workloads / name
+        if not path.exists():
+            text, _ = mooncake.convert(str(TRACE), **MOONCAKE_SLICES[name])
+            path.write_text(text)
+        argv[i] = str(path)
     return argv
 
 
-@pytest.mark.parametrize("name", SHARED_SCENARIOS)
-def test_with_the_fcfs_spec_the_plugin_records_what_stock_vllm_recorded(model_dir, tmp_path, name):
-    got = record(model_dir, tmp_path / name, argv_of(STOCK / name, tmp_path), {"spec": "examples/vllm.pool"})
-    assert got == (STOCK / name / "steps.jsonl").read_bytes()
+def plugin_argv(argv, spec, cls="poolc.vllm.Scheduler"):
+    return [*argv, "--scheduler-cls", cls, "--additional-config", json.dumps({"poolc": {"spec": spec}})]
 
 
-@pytest.mark.parametrize("name", PRIORITY_SCENARIOS)
-def test_with_the_priority_spec_the_plugin_records_what_stock_priority_recorded(model_dir, tmp_path, name):
-    got = record(model_dir, tmp_path / name, argv_of(OURS / name, tmp_path), {"spec": "examples/vllm_priority.pool"})
-    assert got == (OURS / name / "steps.jsonl").read_bytes()
+class Recordings:
+    """The recordings of this module, by key, each in ``out/<key>``."""
+
+    def __init__(self, out, pool):
+        self.out = out
+        self._pool = pool
+        self._futures = {}
+
+    def submit(self, key, argv, cost):
+        self._futures[key] = (cost, [*argv, "--out-dir", str(self.out / key)])
+
+    def start(self):
+        # Longest first, so that neither worker is left with a long one at the end.
+        jobs = sorted(self._futures.items(), key=lambda kv: -kv[1][0])
+        self._futures = {key: self._pool.submit(record.record, argv) for key, (_, argv) in jobs}
+
+    def files(self, key):
+        """The recording's files (waiting for it), by name."""
+        self._futures[key].result()
+        return {name: (self.out / key / name).read_bytes() for name in FILES}
 
 
-def test_the_async_plugin_records_what_stock_async_scheduling_recorded(model_dir, tmp_path):
-    # poolc.vllm.AsyncScheduler on vLLM's AsyncScheduler (--async-sched: finishes lag
-    # a step), with vLLM's own FCFS policy as the spec: the same steps as stock.
-    argv = argv_of(STOCK / "e_fcfs_mixed", tmp_path) + ["--async-sched"]
-    stock = record(model_dir, tmp_path / "stock", argv, None)
-    got = record(model_dir, tmp_path / "plugin", argv, {"spec": "examples/vllm.pool"}, "poolc.vllm.AsyncScheduler")
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory):
+    out = tmp_path_factory.mktemp("recordings")
+    workloads = out / "workloads"
+    workloads.mkdir()
+
+    def cost(name):  # a recording's time is about proportional to its steps
+        return next(p for p in COMMITTED if p.name == name).joinpath("steps.jsonl").stat().st_size
+
+    # Spawned, not forked: vLLM and torch are imported here already. Specs are named
+    # relative to the repository, where the workers run.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(2, mp_context=context, initializer=os.chdir, initargs=(str(ROOT),)) as pool:
+        runs = Recordings(out, pool)
+        for scenario in COMMITTED:
+            runs.submit(f"again-{scenario.name}", argv_of(scenario, workloads), cost(scenario.name))
+        for name in FIRST:
+            argv = plugin_argv(argv_of(ORACLE / name, workloads), "examples/vllm.pool")
+            runs.submit(f"fcfs-{name}", argv, cost(name))
+        for name in PRIORITY:
+            argv = plugin_argv(argv_of(ORACLE / name, workloads), "examples/vllm_priority.pool")
+            runs.submit(f"priority-{name}", argv, cost(name))
+        # poolc.vllm.AsyncScheduler on vLLM's AsyncScheduler (--async-sched: finishes lag
+        # a step), with vLLM's own FCFS policy as the spec.
+        argv = [*argv_of(ORACLE / "e_fcfs_mixed", workloads), "--async-sched"]
+        runs.submit("async-stock", argv, cost("e_fcfs_mixed"))
+        plugin = plugin_argv(argv, "examples/vllm.pool", "poolc.vllm.AsyncScheduler")
+        runs.submit("async-plugin", plugin, cost("e_fcfs_mixed"))
+        runs.start()
+        try:
+            yield runs
+        finally:
+            pool.shutdown(cancel_futures=True)
+
+
+@pytest.mark.parametrize("scenario", COMMITTED, ids=lambda p: p.name)
+def test_every_committed_recording_is_re_recorded_byte_for_byte(recordings, scenario):
+    got = recordings.files(f"again-{scenario.name}")
+    for name in FILES:
+        assert got[name] == (scenario / name).read_bytes(), f"{scenario.name}/{name} differs"
+
+
+@pytest.mark.parametrize("name", FIRST)
+def test_with_the_fcfs_spec_the_plugin_records_what_stock_vllm_recorded(recordings, name):
+    got = recordings.files(f"fcfs-{name}")
+    assert got["steps.jsonl"] == (ORACLE / name / "steps.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("name", PRIORITY)
+def test_with_the_priority_spec_the_plugin_records_what_stock_priority_recorded(recordings, name):
+    got = recordings.files(f"priority-{name}")
+    assert got["steps.jsonl"] == (ORACLE / name / "steps.jsonl").read_bytes()
+
+
+def test_the_async_plugin_records_what_stock_async_scheduling_recorded(recordings):
+    stock = recordings.files("async-stock")["steps.jsonl"]
+    got = recordings.files("async-plugin")["steps.jsonl"]
     assert got == stock
     assert b'"preempted":["' in got, "the scenario preempts"
 
 
-def test_a_plugin_recording_is_re_recorded_byte_for_byte(model_dir, tmp_path):
-    name = "p1_sjf_aging"
-    config = json.loads((PLUGIN / name / "config.json").read_text())
-    conf = config["additional_config"]["poolc"]
-    got = record(model_dir, tmp_path / name, argv_of(PLUGIN / name, tmp_path), conf)
-    assert got == (PLUGIN / name / "steps.jsonl").read_bytes()
+def test_the_recorder_names_a_bad_workload_line_before_building_a_scheduler(tmp_path):
+    workload = tmp_path / "w.jsonl"
+    good = '{"id":"r0","arrival_step":0,"prompt":4,"output":1,"runs":[[1,4]]}'
+    workload.write_text(good + "\n" + good.replace("r0", "r1").replace("[1,4]", "[2,3]") + "\n")
+    with pytest.raises(record.RecordError, match=r"w\.jsonl:2: prompt 4 != sum of run lengths 3"):
+        record.record(["--workload", str(workload)])
+    workload.write_text(good + "\n")
+    with pytest.raises(record.RecordError, match="Pass --max-model-len 5"):
+        record.record(["--workload", str(workload), "--max-model-len", "4"])
+
+
+def test_the_recorder_refuses_what_it_cannot_record(tmp_path):
+    with pytest.raises(record.RecordError, match="--scheduler-cls wants MODULE.CLASS"):
+        record.record(["--scheduler-cls", "Scheduler", "--num-requests", "1"])
+    with pytest.raises(record.RecordError, match="--additional-config is not JSON"):
+        record.record(["--additional-config", "{poolc"])
+    with pytest.raises(record.RecordError, match="exclusive"):
+        record.record(["--burst-size", "2", "--arrival-rate", "1"])
+    with pytest.raises(SystemExit):  # config.json records arguments as spelled: no abbreviations
+        record.record(["--num-req", "1"])
+
+
+def test_the_converter_names_a_bad_trace_line(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text('{"timestamp": 0, "input_length": 600, "output_length": 1, "hash_ids": [1]}\n')
+    with pytest.raises(mooncake.ConvertError, match=r"t\.jsonl:1: 1 hash_ids for input_length 600"):
+        mooncake.convert(str(trace))
 
 
 class _Config:

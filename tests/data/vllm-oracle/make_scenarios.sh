@@ -1,31 +1,58 @@
 #!/usr/bin/env bash
-# Records this repository's own vLLM-oracle scenarios (beside the six shared ones in
-# ../shared/data/vllm-oracle) with vLLM 0.33.0's real v1 Scheduler, CPU only, via the
-# workplace's oracle (shared/oracle/vllm: oracle.py, mooncake_to_workload.py; set-up
-# in its README.md). Same arguments -> byte-identical files.
-#   PY=/tmp/vllm-venv/bin/python ./make_scenarios.sh OUT_DIR [name ...]
+# Records the vLLM-oracle scenarios beside this file (a-r) with vLLM 0.33.0's real v1
+# Scheduler, CPU only, through the project's recorder, python -m poolc.vllm.record
+# (docs/CONFORMANCE.md, "The scenario format"). $PY needs vLLM 0.33.0 and this
+# repository's Python package (pip install ./python into vLLM's environment, as
+# .ci/test does). The same arguments give byte-identical files
+# (python/tests/test_vllm.py re-records every scenario and compares them).
+#   PY=~/.cache/poolc/vllm-venv/bin/python tests/data/vllm-oracle/make_scenarios.sh OUT_DIR [name ...]
 # OUT_DIR/<name>/{config.json,workload.jsonl,steps.jsonl}; with names, only those.
 # Check them with: cargo run --release -- conform OUT_DIR/*/
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-PY=${PY:-/tmp/vllm-venv/bin/python}
-ORACLE=${ORACLE:-$HERE/../../../../shared/oracle/vllm}
-MODEL=${MODEL:-/tmp/vllm-fake-model}
-TRACES=${TRACES:-$HERE/../../../examples/traces}
-OUT=${1:?usage: make_scenarios.sh OUT_DIR [name ...]}; shift
+ROOT=$(cd "$HERE/../../.." && pwd)
+PY=${PY:-${POOLC_VLLM_VENV:-$HOME/.cache/poolc/vllm-venv}/bin/python}
+TRACE=$ROOT/examples/traces/mooncake_conversation_trace.jsonl
+OUT=$(mkdir -p "${1:?usage: make_scenarios.sh OUT_DIR [name ...]}" && cd "$1" && pwd); shift
+# The stand-in model is local: nothing needs the Hugging Face hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-[ -f "$MODEL/config.json" ] || "$PY" "$ORACLE/make_fake_model.py" "$MODEL"
 ONLY=("$@")
 want() { [ ${#ONLY[@]} -eq 0 ] || [[ " ${ONLY[*]} " =~ " $1 " ]]; }
 run() {
   local name=$1; shift
   want "$name" || return 0
   echo "== $name" >&2
-  "$PY" "$ORACLE/oracle.py" --model-dir "$MODEL" --out-dir "$OUT/$name" --name "$name" "$@" \
+  "$PY" -m poolc.vllm.record --out-dir "$OUT/$name" --name "$name" "$@" \
     2> >(grep -v -e "^W[0-9]" -e "FlashInfer" -e "vllm._C" >&2)
 }
-# vLLM's own default watermark is 0.01; the replay supports 0 only.
+# A Mooncake trace slice as a workload file: mooncake FILE [converter options].
+mooncake() {
+  local file=$1; shift
+  "$PY" -m poolc.vllm.mooncake "$TRACE" "$@" -o "$file" \
+    2> >(grep -v -e "^W[0-9]" -e "FlashInfer" -e "vllm._C" >&2)
+}
+# The replay supports watermark 0 only: vLLM 0.33.0's default, passed all the same so
+# that no recording depends on a default.
 COMMON="--policy fcfs --watermark 0"
+
+# (a) no prefixes, ample blocks: token budget + seats only
+run a_fcfs_budget_seats $COMMON --seed 11 --num-requests 400 --prompt-min 16 --prompt-max 1536 --output-min 1 --output-max 200 --initial-burst 100 --arrival-rate 2.0 --block-size 16 --num-blocks 8192 --max-num-seqs 32 --max-num-batched-tokens 1024 --max-model-len 4096
+# (b) shared prefixes (2-level), ample blocks: hits, last-token rule, same-step sharing
+run b_fcfs_prefix $COMMON --seed 12 --num-requests 500 --prompt-min 16 --prompt-max 768 --output-min 1 --output-max 128 --num-prefixes 40 --prefix-min 16 --prefix-max 600 --prefix-frac 0.8 --children-per-prefix 2 --child-min 1 --child-max 200 --child-frac 0.5 --sticky-frac 0.6 --aligned-frac 0.4 --exact-frac 0.15 --tail-min 1 --tail-max 400 --initial-burst 200 --burst-size 25 --burst-gap 20 --block-size 16 --num-blocks 16384 --max-num-seqs 64 --max-num-batched-tokens 4096 --max-model-len 4096
+# (c) tight blocks: preemption, re-admission with hits on own blocks
+run c_fcfs_preempt $COMMON --seed 13 --num-requests 300 --prompt-min 32 --prompt-max 768 --output-min 32 --output-max 384 --initial-burst 150 --arrival-rate 0.5 --block-size 16 --num-blocks 513 --max-num-seqs 64 --max-num-batched-tokens 2048 --max-model-len 4096
+# (d) chunked prefill: long_prefill_token_threshold 256, budget 512
+run d_fcfs_chunked $COMMON --seed 14 --num-requests 300 --prompt-min 16 --prompt-max 2048 --output-min 1 --output-max 48 --num-prefixes 6 --prefix-min 64 --prefix-max 1024 --prefix-frac 0.3 --aligned-frac 0.3 --tail-min 1 --tail-max 1024 --initial-burst 60 --arrival-rate 0.07 --block-size 16 --num-blocks 8192 --max-num-seqs 32 --max-num-batched-tokens 512 --long-prefill-token-threshold 256 --max-model-len 4096
+# (e) everything: tight blocks + prefixes + Poisson arrivals
+run e_fcfs_mixed $COMMON --seed 15 --num-requests 500 --prompt-min 16 --prompt-max 1024 --output-min 1 --output-max 256 --num-prefixes 8 --prefix-min 64 --prefix-max 1024 --prefix-frac 0.6 --children-per-prefix 2 --child-min 16 --child-max 256 --child-frac 0.4 --aligned-frac 0.3 --exact-frac 0.1 --tail-min 1 --tail-max 512 --arrival-rate 0.8 --block-size 16 --num-blocks 700 --max-num-seqs 48 --max-num-batched-tokens 2048 --max-model-len 4096
+# (f) real trace: the first 250 rows of the Mooncake conversation trace, 50 ms per step,
+#     512-token hash blocks as runs; none dropped at max_model_len 131072
+if want f_mooncake_conversation; then
+  TMPW=$(mktemp -d)
+  mooncake "$TMPW/mooncake_conversation_first250.jsonl" --first 250 --step-ms 50 --max-model-len 131072
+  run f_mooncake_conversation $COMMON --workload "$TMPW/mooncake_conversation_first250.jsonl" --block-size 16 --num-blocks 16000 --max-num-seqs 64 --max-num-batched-tokens 8192 --max-model-len 131072
+  rm -r "$TMPW"
+fi
 
 # (g) block 32, tight blocks (256 usable = 8192 tokens): preemption with resumed hits,
 #     two-level prefixes, Poisson arrivals after a burst
@@ -44,8 +71,7 @@ run j_bs32_exact_sharing $COMMON --seed 34 --num-requests 300 --prompt-min 32 --
 #     usable blocks (65536 tokens), so long conversations preempt each other
 if want k_mooncake_bs32_tight; then
   TMPW=$(mktemp -d)
-  "$PY" "$ORACLE/mooncake_to_workload.py" "$TRACES/mooncake_conversation_trace.jsonl" \
-    --first 80 --step-ms 50 --max-output 256 --max-model-len 65536 -o "$TMPW/mooncake_conversation_first80.jsonl"
+  mooncake "$TMPW/mooncake_conversation_first80.jsonl" --first 80 --step-ms 50 --max-output 256 --max-model-len 65536
   run k_mooncake_bs32_tight $COMMON --workload "$TMPW/mooncake_conversation_first80.jsonl" --block-size 32 --num-blocks 2049 --max-num-seqs 64 --max-num-batched-tokens 8192 --max-model-len 65536
   rm -r "$TMPW"
 fi

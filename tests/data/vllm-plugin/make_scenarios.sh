@@ -1,29 +1,30 @@
 #!/usr/bin/env bash
 # Records vLLM 0.33.0's real v1 Scheduler driven by poolc's plugin
-# (--scheduler-cls poolc.vllm.Scheduler, docs/VLLM.md) with non-FCFS specs, through
-# the workplace's oracle (shared/oracle/vllm/oracle.py). The plugin must be
-# importable by $PY (pip install ./python into vLLM's environment). Same arguments ->
-# byte-identical files. Run from anywhere; specs are named relative to the repository
-# root, which is where `poolc conform tests/data/vllm-plugin/*/` finds them.
-#   PY=~/.cache/poolc/vllm-venv/bin/python ./make_scenarios.sh OUT_DIR [name ...]
+# (--scheduler-cls poolc.vllm.Scheduler, docs/VLLM.md) with non-FCFS specs, through the
+# project's recorder, python -m poolc.vllm.record (docs/CONFORMANCE.md, "The scenario
+# format"), which builds the plugin class as vLLM's engine core does. $PY needs vLLM
+# 0.33.0 and this repository's Python package (pip install ./python into vLLM's
+# environment, as .ci/test does). The same arguments give byte-identical files
+# (python/tests/test_vllm.py re-records every scenario and compares them). Run from
+# anywhere; specs are named relative to the repository root, which is where the
+# recorder runs and where `poolc conform tests/data/vllm-plugin/*/` finds them.
+#   PY=~/.cache/poolc/vllm-venv/bin/python tests/data/vllm-plugin/make_scenarios.sh OUT_DIR [name ...]
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
-PY=${PY:-$HOME/.cache/poolc/vllm-venv/bin/python}
-ORACLE=${ORACLE:-$ROOT/../shared/oracle/vllm}
-MODEL=${MODEL:-/tmp/vllm-fake-model}
+PY=${PY:-${POOLC_VLLM_VENV:-$HOME/.cache/poolc/vllm-venv}/bin/python}
 OUT=$(mkdir -p "${1:?usage: make_scenarios.sh OUT_DIR [name ...]}" && cd "$1" && pwd); shift
+# The stand-in model is local: nothing needs the Hugging Face hub.
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-[ -f "$MODEL/config.json" ] || "$PY" "$ORACLE/make_fake_model.py" "$MODEL"
 ONLY=("$@")
 want() { [ ${#ONLY[@]} -eq 0 ] || [[ " ${ONLY[*]} " =~ " $1 " ]]; }
 run() {
   local name=$1 conf=$2; shift 2
   want "$name" || return 0
   echo "== $name" >&2
-  (cd "$ROOT" && "$PY" "$ORACLE/oracle.py" --model-dir "$MODEL" --out-dir "$OUT/$name" --name "$name" \
+  (cd "$ROOT" && "$PY" -m poolc.vllm.record --out-dir "$OUT/$name" --name "$name" \
     --scheduler-cls poolc.vllm.Scheduler --additional-config "$conf" "$@" \
-    2> >(grep -v -e "^W[0-9]" -e "FlashInfer" -e "vllm._C" -e "poolc.vllm" >&2))
+    2> >(grep -v -e "^W[0-9]" -e "FlashInfer" -e "vllm._C" -e "poolc\.vllm: " >&2))
 }
 # Tight blocks (699 usable), prefixes, Poisson arrivals: e_fcfs_mixed's workload.
 MIXED="--watermark 0 --seed 15 --num-requests 400 --prompt-min 16 --prompt-max 1024 --output-min 1 --output-max 256 --num-prefixes 8 --prefix-min 64 --prefix-max 1024 --prefix-frac 0.6 --children-per-prefix 2 --child-min 16 --child-max 256 --child-frac 0.4 --aligned-frac 0.3 --exact-frac 0.1 --tail-min 1 --tail-max 512 --arrival-rate 0.8 --block-size 16 --num-blocks 700 --max-num-seqs 48 --max-num-batched-tokens 2048 --max-model-len 4096"
