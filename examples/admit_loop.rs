@@ -2,7 +2,7 @@
 //! member of a fifo/lru spec driven through the engine's API with a fixed stream —
 //! enqueue, settle, set_computed, release per session, sharing half of each prompt
 //! with one of a hundred prefixes — and the wall time of the loop. The Python half
-//! drives the same stream through `poolc.Pool`. Run: `cargo run --release --example
+//! drives the same stream through `poolc.Pool`. Run: `cargo run --release -p poolc --example
 //! admit_loop -- N`; it prints `admissions N seconds S`.
 
 use std::time::Instant;

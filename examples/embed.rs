@@ -1,7 +1,7 @@
 //! A complete, small Rust host embedding poolc: it compiles a spec with the JIT,
 //! builds the runtime pool for one member through `poolc::bridge`, and drives it with
 //! its own loop of enqueues, settles and releases, printing the pool's event log.
-//! Copy it as the start of your own simulator. Run: `cargo run --example embed`.
+//! Copy it as the start of your own simulator. Run: `cargo run -p poolc --example embed`.
 //!
 //! It owns nothing but this demonstration; docs/EMBEDDING.md explains each step.
 

@@ -1,6 +1,6 @@
 //! Repository hygiene that a reviewer would otherwise check by eye: every Rust file
 //! opens with a `//!` paragraph saying what it owns; no test is skipped but for a
-//! missing tool, with its reason, and none is written to expect a panic (STYLE.md);
+//! missing tool, with its reason, and none is written to expect a panic;
 //! no file is over 800 lines unless its `//!` says why; no file names a path outside
 //! the checkout; and the Architecture Invariants of docs/ARCHITECTURE.md that the tree
 //! can show: the crates' dependencies are the layers (the build then keeps every

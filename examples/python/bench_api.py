@@ -3,7 +3,7 @@
 against the same stream through the Rust API (examples/admit_loop.rs), and (2)
 ``poolc.run`` against ``poolc run --json`` on the bundled trace (both wall times are
 measured inside Rust). Run from the repository root after ``pip install ./python``
-and ``cargo build --release --bin poolc --example admit_loop``:
+and ``cargo build --release -p poolc-cli -p poolc --bin poolc --example admit_loop``:
 ``python examples/python/bench_api.py [N]``. Prints ratios; absolute figures move between
 machines."""
 

@@ -11,7 +11,7 @@
 // Indexing here is by the engine's own slab slots, block ids and loop counters over
 // its own scratch buffers, each made by the structure it indexes: an index out of
 // range is a broken invariant (the tests check the engine's invariants after every
-// operation), not bad input, so it panics (STYLE.md 7). The workspace denies
+// operation), not bad input, so it panics (docs/ARCHITECTURE.md "Errors": panics are for broken invariants). The workspace denies
 // `indexing_slicing` elsewhere; the engine's hot loops index on purpose.
 #![allow(clippy::indexing_slicing)]
 

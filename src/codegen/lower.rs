@@ -14,7 +14,7 @@
 
 // Indexing here is by slots and read-sets of a program `ir::verify` has checked
 // before lowering (every slot inside its layout): an index out of range is a broken
-// invariant, not bad input, so it panics (STYLE.md 7).
+// invariant, not bad input, so it panics (docs/ARCHITECTURE.md "Errors": panics are for broken invariants).
 #![allow(clippy::indexing_slicing)]
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};

@@ -7,7 +7,7 @@
 
 // Indexing here is by sema's own symbol numbers (`Sym::Const(i)`, `Sym::Pool(i)`, …)
 // into the tables `declare_names` built from the same spec: an index out of range is a
-// broken invariant of this module, not bad input, so it panics (STYLE.md 7). The
+// broken invariant of this module, not bad input, so it panics (docs/ARCHITECTURE.md "Errors": panics are for broken invariants). The
 // workspace denies `indexing_slicing` elsewhere; this covers sema's submodules.
 #![allow(clippy::indexing_slicing)]
 

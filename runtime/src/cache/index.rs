@@ -11,7 +11,7 @@
 //! duplicates; lookups only, so no result depends on its layout.
 
 // Slots are indexed by a group's number times the group width plus a block number's
-// remainder, and groups by slots this index made (STYLE.md 7, as in cache.rs).
+// remainder, and groups by slots this index made (panics are for broken invariants: docs/ARCHITECTURE.md "Errors", as in cache.rs).
 #![allow(clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;

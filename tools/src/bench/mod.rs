@@ -15,7 +15,7 @@
 
 // Indexing here is by the benchmark's own session numbers, backend positions and
 // sample lists, each made by the stream or driver it indexes: an index out of range
-// is a broken invariant of the harness, not bad input, so it panics (STYLE.md 7).
+// is a broken invariant of the harness, not bad input, so it panics (docs/ARCHITECTURE.md "Errors": panics are for broken invariants).
 #![allow(clippy::indexing_slicing)]
 
 use std::fmt;

@@ -14,7 +14,7 @@
 
 // Indexing here is by typed entity references into the host's own [`Table`]s (and by
 // loop counters over its own reused buffers): an index out of range is a broken
-// invariant, and `Table` panics for it with a message in one place (STYLE.md 7). The
+// invariant, and `Table` panics for it with a message in one place (docs/ARCHITECTURE.md "Errors": panics are for broken invariants). The
 // workspace denies `indexing_slicing` in library code, and the modules that allow it
 // say why (docs/ARCHITECTURE.md, "Lints"); the host's hot loop is written this way on
 // purpose, as Cranelift's code indexes its `PrimaryMap`s.
