@@ -40,6 +40,25 @@ fn run_with_no_arguments_replays_the_bundled_trace() {
     assert!(text.contains("ttft") && text.contains("wall:"), "{text}");
 }
 
+/// The defaults are carried inside the binary: run from a folder outside any
+/// checkout, with no arguments, it replays the same 12,031 sessions through the same
+/// spec (no file is looked up, so a binary copied anywhere behaves the same).
+#[test]
+fn run_with_no_arguments_needs_no_checkout() {
+    let dir = scratch("elsewhere");
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_poolc"))
+        .args(["run", "--json"])
+        .current_dir(&dir)
+        .output()
+        .expect("the poolc binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["spec"], "examples/vllm.pool");
+    let ended = ["finished", "rejected", "unfinished"].map(|f| r[f].as_u64().unwrap());
+    assert_eq!(ended.iter().sum::<u64>(), 12_031);
+}
+
 #[test]
 fn run_json_has_the_documented_fields_and_sane_values() {
     let r = json(&["run", "--json"]);

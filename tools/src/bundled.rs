@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// A file of the repository carried inside the program: its repository path (what
 /// diagnostics and reports call it) and its text.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Bundled {
     pub name: &'static str,
     pub text: &'static str,

@@ -48,20 +48,10 @@ struct Specs {
 type SpecKey = (Spec, Vec<(String, f64)>);
 
 /// A spec named on the command line or by a plugin recording, or a bundled default.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 enum Spec {
     File(PathBuf),
     Bundled(Bundled),
-}
-
-impl PartialEq for Spec {
-    fn eq(&self, other: &Spec) -> bool {
-        match (self, other) {
-            (Spec::File(a), Spec::File(b)) => a == b,
-            (Spec::Bundled(a), Spec::Bundled(b)) => a.name == b.name,
-            _ => false,
-        }
-    }
 }
 
 impl Specs {

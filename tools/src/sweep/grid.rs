@@ -88,6 +88,18 @@ pub enum TraceSource {
     Bundled,
 }
 
+impl TraceSource {
+    /// The trace's column value when the grid gives it no `name`: the file's stem, or
+    /// `synthetic-N-sS`.
+    fn column_name(&self) -> String {
+        match self {
+            TraceSource::File { path, .. } => stem(path),
+            TraceSource::Synthetic { n, seed } => format!("synthetic-{n}-s{seed}"),
+            TraceSource::Bundled => stem(Path::new(crate::bundled::TRACE.name)),
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct TraceEntry {
     /// Its column value: `name`, the file's stem, or `synthetic-N-sS`.
@@ -343,7 +355,7 @@ impl Cx<'_> {
         }
         let traces = traces.unwrap_or_else(|| {
             vec![TraceEntry {
-                name: stem(Path::new(crate::bundled::TRACE.name)),
+                name: TraceSource::Bundled.column_name(),
                 source: TraceSource::Bundled,
                 span: Span::new(0, 0),
             }]
@@ -758,11 +770,7 @@ impl Cx<'_> {
                 ok = false;
                 continue;
             };
-            let name = name.unwrap_or_else(|| match &source {
-                TraceSource::File { path, .. } => stem(path),
-                TraceSource::Synthetic { n, seed } => format!("synthetic-{n}-s{seed}"),
-                TraceSource::Bundled => stem(Path::new(crate::bundled::TRACE.name)),
-            });
+            let name = name.unwrap_or_else(|| source.column_name());
             if let Some(first) = out.iter().find(|t| t.name == name) {
                 self.diags.push(
                     Diagnostic::new("grid", format!("two traces are named `{name}`"))

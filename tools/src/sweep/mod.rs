@@ -290,6 +290,27 @@ fn no_such_point(plan: &Plan, index: usize) -> SweepError {
     }
 }
 
+/// Point `index` of `plan` with its combination, its spec and its trace entry: the
+/// lookup both backends make before they compile and measure.
+fn parts(
+    plan: &Plan,
+    index: usize,
+) -> Result<(&plan::Point, &plan::Combo, &grid::SpecEntry, &TraceEntry), SweepError> {
+    let point = plan
+        .point(index)
+        .ok_or_else(|| no_such_point(plan, index))?;
+    let combo = plan.combos.get(point.combo);
+    let spec = combo.and_then(|c| plan.grid.specs.get(c.spec));
+    match (combo, spec, plan.grid.traces.get(point.trace)) {
+        (Some(combo), Some(spec), Some(entry)) => Ok((point, combo, spec, entry)),
+        _ => Err(SweepError::Run {
+            point: index,
+            label: plan.label(point),
+            error: PointError::Dangling,
+        }),
+    }
+}
+
 /// Runs point `index` of `plan` on its own, as a Ray task does: reads and compiles
 /// its spec, takes its workload from `traces`, and measures it.
 pub fn run_alone(
@@ -298,18 +319,7 @@ pub fn run_alone(
     traces: &TraceCache,
     stop: &AtomicBool,
 ) -> Result<Row, SweepError> {
-    let point = plan
-        .point(index)
-        .ok_or_else(|| no_such_point(plan, index))?;
-    let combo = plan.combos.get(point.combo);
-    let spec = combo.and_then(|c| plan.grid.specs.get(c.spec));
-    let (Some(spec), Some(entry)) = (spec, plan.grid.traces.get(point.trace)) else {
-        return Err(SweepError::Run {
-            point: index,
-            label: plan.label(point),
-            error: PointError::Dangling,
-        });
-    };
+    let (point, _, spec, entry) = parts(plan, index)?;
     let source = plan::read_spec(&spec.path)?;
     let compiled = compile_combo(plan, point.combo, &source)?;
     let workload = traces.get(entry)?;
@@ -395,20 +405,10 @@ fn one(
     index: usize,
     stop: &AtomicBool,
 ) -> Result<Row, SweepError> {
-    let point = plan
-        .point(index)
-        .ok_or_else(|| no_such_point(plan, index))?;
-    let combo = plan.combos.get(point.combo);
-    let (Some(c), Some(cell), Some(entry)) = (
-        combo,
-        compiled.get(point.combo),
-        plan.grid.traces.get(point.trace),
-    ) else {
-        return Err(SweepError::Run {
-            point: index,
-            label: plan.label(point),
-            error: PointError::Dangling,
-        });
+    let (point, c, _, entry) = parts(plan, index)?;
+    // One cell per combination (run_local made them): a point's combo has one.
+    let Some(cell) = compiled.get(point.combo) else {
+        return Err(SweepError::NoSuchCombination { combo: point.combo });
     };
     let source = sources.get(c.spec).map_or("", String::as_str);
     let code = cell
