@@ -12,7 +12,7 @@ use poolrt::host::{
 };
 use poolrt::policy::{PoolPolicy, StagePolicy};
 use poolrt::{
-    EvictPolicy, Limit, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, Requeue,
+    EvictPolicy, Limit, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, QueueTie, Requeue,
     SpillPolicy, StageRef, Units,
 };
 
@@ -141,6 +141,10 @@ fn member_config(
             ir::Requeue::Keyed => Requeue::Keyed,
         },
         queue,
+        queue_tie: match pool.queue_tie {
+            ir::QueueTie::Enqueue => QueueTie::Enqueue,
+            ir::QueueTie::Id => QueueTie::Id,
+        },
         queue_index: QueueIndex::Auto,
         spill,
     })

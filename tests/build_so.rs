@@ -399,9 +399,11 @@ fn manifest_carries_preempt_keys_and_requeue() {
         reads,
         vec![
             Some(manifest::Json::Array(vec![s("priority")])),
-            Some(manifest::Json::Array(vec![s("serial")]))
+            Some(manifest::Json::Array(vec![s("arrival")]))
         ]
     );
+    // R21: the queue's last tie, `id`, is in the manifest.
+    assert_eq!(kv.get("queue_tie"), Some(&s("id")));
     assert_eq!(keys[0].get("expr"), Some(&s("(neg r1)")));
     assert_eq!(kv.get("requeue"), Some(&s("keyed")));
     let layout = kv.get("resident_layout").expect("resident layout");
@@ -409,7 +411,7 @@ fn manifest_carries_preempt_keys_and_requeue() {
         panic!("row is an array")
     };
     let names: Vec<_> = row.iter().map(|x| x.get("name").cloned()).collect();
-    assert_eq!(names, vec![Some(s("serial")), Some(s("priority"))]);
+    assert_eq!(names, vec![Some(s("arrival")), Some(s("priority"))]);
 }
 
 #[test]

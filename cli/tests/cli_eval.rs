@@ -137,12 +137,12 @@ fn clif_lists_each_function_with_and_without_opt() {
 }
 
 /// R18 keys through `poolc eval --site preempt`: vLLM's priority victim keys
-/// (examples/vllm_priority.pool) are the negated priority and serial, the same from
+/// (examples/vllm_priority.pool) are the negated priority and arrival, the same from
 /// the JIT and the interpreter; a pool that preempts lifo has no preempt keys.
 #[test]
 fn eval_preempt_keys_of_the_priority_spec() {
     for interp in [false, true] {
-        let mut args = vec!["priority=3", "serial=17"];
+        let mut args = vec!["priority=3", "arrival=17"];
         if interp {
             args.push("--interp");
         }

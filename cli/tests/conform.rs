@@ -53,12 +53,13 @@ const LATER: [(&str, usize); 7] = [
 /// Our recordings of vLLM's priority policy (`--policy priority`, README.md there)
 /// and their steps: `poolc conform` replays them with examples/vllm_priority.pool
 /// when no spec is given.
-const PRIORITY: [(&str, usize); 5] = [
+const PRIORITY: [(&str, usize); 6] = [
     ("n_prio_bs16_long_chunks", 4637),
-    ("o_prio_bs32_chunk_preempt", 3360),
+    ("o_prio_bs32_chunk_preempt", 3359),
     ("p_prio_bs16_prefix_tree", 3380),
-    ("q_prio_bs32_eight_levels", 6510),
+    ("q_prio_bs32_eight_levels", 6524),
     ("r_prio_bs16_decode_thrash", 7834),
+    ("s_prio_bs16_burst_ids", 898),
 ];
 
 /// Recordings of vLLM driven by poolc's plugin with non-FCFS specs
@@ -201,14 +202,20 @@ fn a_named_spec_is_used_for_every_scenario() {
     assert_eq!(o.status.code(), Some(1));
 }
 
-/// Each of the priority spec's three rules is needed: with FCFS's queue, with lifo
-/// victims or with victims back at the head, some recording diverges.
+/// Each rule of the priority spec is needed: with FCFS's queue, without the id tie
+/// (R21), with lifo victims or with victims back at the head, some recording diverges.
 #[test]
 fn each_rule_of_the_priority_spec_is_needed() {
     let spec = fs::read_to_string(root().join("examples/vllm_priority.pool")).expect("spec");
     let variants = [
-        ("queue by (priority, serial);", "queue fifo;"),
-        ("preempt by (-priority, -serial);", "preempt lifo;"),
+        ("queue by (priority, arrival, id);", "queue fifo;"),
+        // R21: without the ids, requests fed in one step tie on `arrival` and go in
+        // enqueue order, where vLLM orders them by request id as text.
+        (
+            "queue by (priority, arrival, id);",
+            "queue by (priority, arrival);",
+        ),
+        ("preempt by (-priority, -arrival);", "preempt lifo;"),
         ("requeue keyed;", ""),
     ];
     for (rule, instead) in variants {

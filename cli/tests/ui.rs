@@ -70,6 +70,8 @@ ui_cases! {
     e4_min_one_argument,
     e4_sqrt_two_arguments,
     e4_unknown_function,
+    e5_id_as_a_number,
+    e5_id_without_keys,
     e6_index_out_of_range,
     e6_member_outside_query,
     e6_query_on_wrong_kind,

@@ -206,7 +206,7 @@ impl Spec {
     /// and its queue, evict, preempt and requeue modes; per stage its name, family
     /// size, kind, `budget`, `seats` and `chunk` (None: inf, or a link).
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        use poolc::ir::{Evict, Limit, PreemptMode, QueuePolicy, Requeue, StageKind};
+        use poolc::ir::{Evict, Limit, PreemptMode, QueuePolicy, QueueTie, Requeue, StageKind};
         let p = self.compiled.program();
         let limit = |l: Limit| match l {
             Limit::Finite(n) => Some(n),
@@ -229,6 +229,14 @@ impl Spec {
                 match pool.queue {
                     QueuePolicy::Fifo => "fifo",
                     QueuePolicy::By(_) => "by",
+                },
+            )?;
+            // R21: what orders waiting requests whose `queue by` keys tie.
+            d.set_item(
+                "queue_tie",
+                match pool.queue_tie {
+                    QueueTie::Enqueue => "enqueue",
+                    QueueTie::Id => "id",
                 },
             )?;
             d.set_item(

@@ -94,8 +94,8 @@ def test_set_overrides_a_param_as_the_cli_does(cli):
         ("examples/tiered.pool", "kv", "pred", {"size": 16}, 1.0),
         ("examples/tiered.pool", "kv", "work", {"units": 16}, None),
         ("examples/vllm.pool", "engine", "time", {"prefill": 300, "decode": 8}, None),
-        # vLLM's priority victim keys (R18): (-priority, -serial).
-        ("examples/vllm_priority.pool", "kv", "preempt", {"priority": 2, "serial": 9}, -2.0),
+        # vLLM's priority victim keys (R18): (-priority, -arrival).
+        ("examples/vllm_priority.pool", "kv", "preempt", {"priority": 2, "arrival": 9}, -2.0),
     ],
 )
 def test_eval_is_what_poolc_eval_prints(cli, example, pool, site, inputs, first):
@@ -128,10 +128,10 @@ def test_build_writes_a_library_the_cli_can_run(cli, tmp_path):
 
 
 def test_keys_select_with_the_compiled_scan():
-    # vLLM's priority victim, `preempt by (-priority, -serial)`: rows (serial,
+    # vLLM's priority victim, `preempt by (-priority, -arrival)`: rows (arrival,
     # priority); the least is the highest priority number, the latest among equals.
     keys = poolc.compile("examples/vllm_priority.pool").keys("kv", "preempt")
-    assert (keys.row, keys.ctx, len(keys), keys.fixed) == (["serial", "priority"], [], 2, True)
+    assert (keys.row, keys.ctx, len(keys), keys.fixed) == (["arrival", "priority"], [], 2, True)
     rows = [0.0, 1.0, 1.0, 3.0, 2.0, 3.0, 3.0, 0.0]
     assert keys.select(rows, 4, []) == 2
     assert keys.values([2.0, 3.0], []) == [-3.0, -2.0]
@@ -150,6 +150,9 @@ def test_shape_gives_what_a_host_checks():
     (kv,) = shape["pools"]
     assert (kv["name"], kv["count"], kv["block"], kv["admit_via"]) == ("kv", 1, 16, "engine")
     assert (kv["queue"], kv["evict"], kv["preempt"], kv["requeue"], kv["spill"]) == ("by", "lru", "by", "keyed", False)
+    # R21: its queue keys end in `id`, vLLM's last tie (request_id as text).
+    assert kv["queue_tie"] == "id"
+    assert poolc.compile("examples/vllm.pool").shape()["pools"][0]["queue_tie"] == "enqueue"
     (engine,) = shape["stages"]
     assert (engine["kind"], engine["budget"], engine["seats"], engine["chunk"]) == ("step", 8192, 256, None)
     assert dict(shape["defaults"])["priority"] == 0.0

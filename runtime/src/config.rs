@@ -125,6 +125,18 @@ pub struct SpillPolicy {
     pub link: StageRef,
 }
 
+/// What orders waiting holds whose `queue by` keys are all equal (E5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum QueueTie {
+    /// Enqueue order (R8).
+    #[default]
+    Enqueue,
+    /// The sessions' ids ([`crate::env::Env::name`]) compared as text, byte by byte,
+    /// then enqueue order (R21). Always the compiled scan: the ordered index keeps
+    /// numbers only.
+    Id,
+}
+
 /// How a `queue by` key list is evaluated.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum QueueIndex {
@@ -174,6 +186,8 @@ pub struct PoolConfig {
     pub preempt: Preempt,
     pub requeue: Requeue,
     pub queue: QueuePolicy,
+    /// Ties of `queue by` keys (R21); ignored by `queue fifo`.
+    pub queue_tie: QueueTie,
     pub queue_index: QueueIndex,
     pub spill: Option<SpillPolicy>,
 }
@@ -188,6 +202,7 @@ impl Default for PoolConfig {
             preempt: Preempt::None,
             requeue: Requeue::Head,
             queue: QueuePolicy::Fifo,
+            queue_tie: QueueTie::Enqueue,
             queue_index: QueueIndex::Auto,
             spill: None,
         }

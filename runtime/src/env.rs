@@ -27,6 +27,14 @@ pub trait Env {
     /// The value of a query on another pool member or on a stage (E6). Queries on the
     /// pool itself are answered by the pool and never reach the host.
     fn query(&self, query: Query) -> f64;
+
+    /// The id of a waiting session, as text: what `queue by (…, id)` compares after
+    /// its keys (R21), a trace's own name for the session. `None` (the default, for
+    /// hosts that name no session): its number, `session.0`, in decimal.
+    fn name(&self, session: SessionId) -> Option<&str> {
+        let _ = session;
+        None
+    }
 }
 
 /// Default answers for queries on things a simple host does not have: `inf` budget

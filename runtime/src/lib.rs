@@ -29,7 +29,7 @@ pub mod types;
 
 pub use config::{
     ConfigError, EvictPolicy, Input, Layout, PoolConfig, PoolRef, Preempt, Query, QueryKind,
-    QueueIndex, QueuePolicy, Requeue, SpillPolicy, StageRef, Target,
+    QueueIndex, QueuePolicy, QueueTie, Requeue, SpillPolicy, StageRef, Target,
 };
 pub use env::Env;
 pub use error::Error;

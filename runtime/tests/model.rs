@@ -19,7 +19,8 @@ use common::*;
 use driver::{Driver, Parts, Seen, eq, op};
 use naive::{Naive, NaiveConfig, NaiveKeys, NaiveSpill};
 use poolrt::{
-    EvictPolicy, Limit, Pool, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, Requeue, Units,
+    EvictPolicy, Limit, Pool, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, QueueTie,
+    Requeue, Units,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -228,6 +229,7 @@ fn build(setup: &Setup) -> (Pool, Naive) {
             Requeue::Head
         },
         queue,
+        queue_tie: QueueTie::Enqueue,
         queue_index: if setup.scan {
             QueueIndex::Scan
         } else {

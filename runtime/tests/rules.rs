@@ -12,7 +12,7 @@ mod common;
 use common::*;
 use poolrt::{
     Admission, BlockKey, Enqueued, EntryId, Event, EvictPolicy, Grown, Limit, Notice, Pool,
-    PoolConfig, Preempt, QueueIndex, QueuePolicy, Requeue, RunId, SessionId, Units,
+    PoolConfig, Preempt, QueueIndex, QueuePolicy, QueueTie, Requeue, RunId, SessionId, Units,
 };
 
 /// A pool, its host and the clock; every operation checks R1 and the invariants.
@@ -488,6 +488,53 @@ fn r8_keyed_queue_takes_least_key_ties_by_enqueue_order() {
         w.release(id);
     }
     assert_eq!(w.admits(), vec![(5, 0), (4, 0), (3, 0), (2, 0)]);
+}
+
+#[test]
+fn r21_equal_keys_go_to_the_least_id_as_text() {
+    // queue by (priority, serial, id): everyone has priority 1 and serial 0, so the
+    // ids decide, as text: "10" < "2" < "3" < "9" (sessions the host does not name
+    // are their numbers in decimal), whatever the enqueue order (9, 2, 10, 3).
+    let mut w = World::with(PoolConfig {
+        queue: queue_by_priority(),
+        queue_tie: QueueTie::Id,
+        ..capped(1)
+    });
+    w.enqueue(1, hdr(1, &[(1, 1)]));
+    for id in [9, 2, 10, 3] {
+        w.env.set(id, &[1.0, 0.0]);
+        w.enqueue(id, hdr(1, &[(id, 1)]));
+    }
+    w.events();
+    for id in [1, 10, 2, 3] {
+        w.release(id);
+    }
+    assert_eq!(w.admits(), vec![(10, 0), (2, 0), (3, 0), (9, 0)]);
+}
+
+#[test]
+fn r21_ids_only_break_ties_and_named_sessions_compare_by_name() {
+    // Keys first: session 5 (priority 0) goes before every priority-1 session. Among
+    // those, the host's names: "r-a" (7) < "r-b" (4) < "r-c" (6); and one without a
+    // name, 8, is "8", before every "r-…" (b'8' < b'r').
+    let mut w = World::with(PoolConfig {
+        queue: queue_by_priority(),
+        queue_tie: QueueTie::Id,
+        ..capped(1)
+    });
+    w.enqueue(1, hdr(1, &[(1, 1)]));
+    for (id, name) in [(4, "r-b"), (6, "r-c"), (7, "r-a")] {
+        w.env.names.insert(SessionId(id), name.to_string());
+    }
+    for (id, prio) in [(6, 1.0), (4, 1.0), (5, 0.0), (7, 1.0), (8, 1.0)] {
+        w.env.set(id, &[prio, 0.0]);
+        w.enqueue(id, hdr(1, &[(id, 1)]));
+    }
+    w.events();
+    for id in [1, 5, 8, 7, 4] {
+        w.release(id);
+    }
+    assert_eq!(w.admits(), vec![(5, 0), (8, 0), (7, 0), (4, 0), (6, 0)]);
 }
 
 #[test]

@@ -21,7 +21,7 @@ use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use crate::aot::object::{Prefix, Target};
 use crate::ir::{
     self, Evict, Expr, Input, JoinRule, Layout, Limit, LinkStage, Member, PreemptMode, Program,
-    QueryTarget, QueuePolicy, ReadSet, Requeue, SiteExpr, Slot, StageKind, StepStage,
+    QueryTarget, QueuePolicy, QueueTie, ReadSet, Requeue, SiteExpr, Slot, StageKind, StepStage,
 };
 
 /// The version of the manifest layout; a loader refuses any other. Bump it when a
@@ -203,6 +203,11 @@ impl Writer<'_> {
             QueuePolicy::By(keys) => Some(keys.as_slice()),
         };
         self.key_list("queue", "fifo", &format!("{sym}_queue"), queue);
+        // R21, written only when set, so that the manifests of specs without it are
+        // unchanged.
+        if pool.queue_tie == QueueTie::Id {
+            self.line(3, "\"queue_tie\": \"id\",");
+        }
         let evict = match &pool.evict {
             Evict::Lru => None,
             Evict::By(keys) => Some(keys.as_slice()),

@@ -459,8 +459,19 @@ pub enum Evict {
 pub enum QueuePolicy {
     /// Enqueue order.
     Fifo,
-    /// Keys ascending (E5), then enqueue order.
+    /// Keys ascending (E5), then [`Pool::queue_tie`].
     By(Vec<SiteExpr>),
+}
+
+/// What orders waiting holds whose `queue by` keys are all equal (E5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueueTie {
+    /// Enqueue order (R8).
+    #[default]
+    Enqueue,
+    /// The sessions' ids compared as text, byte by byte, then enqueue order: a key
+    /// list ending in `id` (R21), as vLLM's `Request.__lt__` ends in `request_id`.
+    Id,
 }
 
 /// A pool's `spill … to TIER via LINK when …` clause (R17): where an evicted entry
@@ -490,6 +501,8 @@ pub struct Pool {
     pub preempt: PreemptMode,
     pub requeue: Requeue,
     pub queue: QueuePolicy,
+    /// Ties of `queue by` keys (R21); always `Enqueue` for `queue fifo`.
+    pub queue_tie: QueueTie,
     pub spill: Option<Spill>,
     pub admit_via: Option<Join<StageId>>,
     /// Slots of the queue site: a row per waiting hold.

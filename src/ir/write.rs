@@ -85,6 +85,9 @@ pub fn dump(p: &Program) -> String {
             QueuePolicy::By(keys) => {
                 let _ = writeln!(out, "  queue by");
                 write_keys(&mut out, p, keys, &pool.queue_layout, Fixedness::Shown);
+                if pool.queue_tie == QueueTie::Id {
+                    let _ = writeln!(out, "    ties: id");
+                }
                 write_layout(&mut out, p, &pool.queue_layout, "queue");
             }
         }

@@ -133,6 +133,23 @@ pub fn unknown_name(name: &str, span: Span, suggestion: Option<&str>) -> Diagnos
     )
 }
 
+/// R21: `id` is text; it orders only as the last key of `queue by`.
+pub fn id_not_a_number(site: &str, span: Span) -> Diagnostic {
+    Diagnostic::new("E5", "`id` is the session's id, text, not a number")
+        .primary(span, format!("{site} compute with numbers"))
+        .note("`id` may only be the last key of `queue by`, after at least one other key: `queue by (priority, arrival, id)` (R21)")
+}
+
+/// R21: `queue by (id)` has no keys whose ties `id` would break.
+pub fn id_without_keys(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "E5",
+        "`id` breaks the ties of the keys before it, and there are none",
+    )
+    .primary(span, "the only key")
+    .note("give at least one key first, e.g. `queue by (arrival, id)` (R21)")
+}
+
 pub fn not_a_value(name: &str, what: &str, span: Span) -> Diagnostic {
     Diagnostic::new("name", format!("`{name}` is {what}, not a value"))
         .primary(span, format!("`{name}` is {what}"))

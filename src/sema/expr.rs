@@ -124,6 +124,10 @@ impl<'a> Checker<'a> {
                     ));
                     None
                 }
+                None if id.name == super::SESSION_ID => {
+                    self.error(errors::id_not_a_number(site.name(), id.span));
+                    None
+                }
                 None => {
                     let mut cand: Vec<&str> = self.symbols.names_where(|s| match s {
                         Sym::Const(_) | Sym::Param(_) => true,

@@ -24,7 +24,7 @@ use crate::Options;
 use crate::diag::Diagnostic;
 use crate::ir::{
     self, Attr, AttrId, Evict, Layout, Limit, LinkStage, NamedValue, Pool, PreemptMode, Program,
-    QueuePolicy, Requeue, Session, SiteExpr, Stage, StepStage, Var,
+    QueuePolicy, QueueTie, Requeue, Session, SiteExpr, Stage, StepStage, Var,
 };
 use crate::syntax::Span;
 use crate::syntax::ast::{
@@ -42,6 +42,9 @@ use site::{Site, SiteBuilder};
 /// Largest family a declaration may have: large enough for any deployment, small
 /// enough that a typo cannot ask the runtime for billions of members.
 const MAX_MEMBERS: f64 = 65_536.0;
+
+/// The name that, as the last key of `queue by`, is the session's id (R21).
+const SESSION_ID: &str = "id";
 
 /// Largest integer every f64 holds exactly: caps and blocks above it would round.
 const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
@@ -537,6 +540,7 @@ impl<'a> Checker<'a> {
             preempt: PreemptMode::None,
             requeue: Requeue::Head,
             queue: QueuePolicy::Fifo,
+            queue_tie: QueueTie::Enqueue,
             spill: None,
             admit_via: None,
             queue_layout: Layout::default(),
@@ -594,7 +598,9 @@ impl<'a> Checker<'a> {
                 PoolOptionKind::RequeueKeyed => pool.requeue = Requeue::Keyed,
                 PoolOptionKind::QueueFifo => pool.queue = QueuePolicy::Fifo,
                 PoolOptionKind::QueueBy(keys) => {
+                    let (keys, tie) = self.queue_tie(keys);
                     pool.queue = QueuePolicy::By(self.lower_keys(keys, &mut queue_b, owner));
+                    pool.queue_tie = tie;
                 }
                 PoolOptionKind::AdmitVia(stage) => pool.admit_via = self.admit_via(i, stage),
                 PoolOptionKind::Spill(spill) => {
@@ -625,6 +631,28 @@ impl<'a> Checker<'a> {
         }
         pool.resident_layout = layout;
         pool
+    }
+
+    /// R21: a `queue by` list whose last key is the bare name `id` (when nothing is
+    /// declared by that name) orders what its other keys leave tied by the sessions'
+    /// ids; `id` alone has no keys to break the ties of (E5).
+    fn queue_tie<'k>(&mut self, keys: &'k [ast::Expr]) -> (&'k [ast::Expr], QueueTie) {
+        match keys.split_last() {
+            Some((last, rest)) if self.is_session_id(last) => {
+                if rest.is_empty() {
+                    self.error(errors::id_without_keys(last.span));
+                }
+                (rest, QueueTie::Id)
+            }
+            _ => (keys, QueueTie::Enqueue),
+        }
+    }
+
+    /// Whether `e` is the bare name `id` and names nothing declared (a declaration
+    /// named `id` is that value, D7).
+    pub(super) fn is_session_id(&self, e: &ast::Expr) -> bool {
+        matches!(&e.kind, ast::ExprKind::Name(n) if n.name == SESSION_ID)
+            && self.symbols.get(SESSION_ID).is_none()
     }
 
     fn lower_keys(

@@ -16,8 +16,8 @@ use poolc::aot::object::{Prefix, Target};
 use poolc::aot::{BuildOptions, Emit};
 use poolc::ir::{
     Attr, AttrId, Evict, Expr, Input, Join, JoinRule, Layout, Limit, LinkStage, Member, Pool,
-    PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy, Read, ReadSet,
-    Requeue, Session, SiteExpr, Slot, Spill, Stage, StageId, StageKind, StepStage, Var,
+    PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy, QueueTie, Read,
+    ReadSet, Requeue, Session, SiteExpr, Slot, Spill, Stage, StageId, StageKind, StepStage, Var,
 };
 use proptest::prelude::*;
 
@@ -290,6 +290,12 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             preempt: PreemptMode::By(preempt),
             requeue: Requeue::Keyed,
             queue: QueuePolicy::By(queue),
+            // Both R21 ties, so that the manifest's `queue_tie` is checked too.
+            queue_tie: if p % 2 == 0 {
+                QueueTie::Id
+            } else {
+                QueueTie::Enqueue
+            },
             spill,
             admit_via: Some(Join {
                 target: StageId(0),

@@ -119,6 +119,7 @@ class _Policy:
                 "walk of every waiting request per eviction (docs/VLLM.md)"
             )
         self.keyed = pool["requeue"] == "keyed"
+        self.queue_tie = pool["queue_tie"]
         self.defaults = dict(shape["defaults"])
 
     def _keys(self, site):
@@ -183,8 +184,35 @@ class _PoolQueue(RequestQueue):
         self._picked = None
 
     def prepend_requests(self, requests):
-        for r in reversed(list(requests)):
+        # vLLM's FCFS queue prepends with `deque.extendleft`: each request goes in
+        # front of the ones before it, so the last one given ends up first. The
+        # scheduler relies on it: it collects the requests it skips in a step with
+        # `appendleft` and prepends them, which puts them back in their own order.
+        for r in list(requests):
             self.prepend_request(r)
+
+    def _least(self, held):
+        """The request the keys select among ``held`` (in enqueue order), on rows
+        filled now; the first of ``held`` without keys. Under R21 (`queue by (…,
+        id)`), of the requests whose keys equal the selected one's, the least
+        ``request_id`` as text, as ``Request.__lt__`` breaks vLLM's ties."""
+        keys = self._s._poolc.queue
+        if keys is None:
+            return held[0]
+        rows = []
+        for r in held:
+            rows.append(self._s._poolc_queue_row(keys, r))
+        ctx = self._s._poolc_ctx(keys)
+        i = keys.select([x for row in rows for x in row], len(held), ctx)
+        if self._s._poolc.queue_tie != "id":
+            return held[i]
+        best = i
+        for j in range(i + 1, len(held)):
+            # Equal keys (E5) are those each of which the compiled scan takes first.
+            tied = keys.select(rows[j] + rows[i], 2, ctx) == 0 and keys.select(rows[i] + rows[j], 2, ctx) == 0
+            if tied and held[j].request_id < held[best].request_id:
+                best = j
+        return held[best]
 
     def peek_request(self):
         if self._stack:
@@ -192,15 +220,7 @@ class _PoolQueue(RequestQueue):
             return self._picked
         if not self._held:
             raise IndexError("peek from an empty queue")
-        keys = self._s._poolc.queue
-        if keys is None:
-            self._picked = self._held[0]
-            return self._picked
-        rows = []
-        for r in self._held:
-            rows.extend(self._s._poolc_queue_row(keys, r))
-        i = keys.select(rows, len(self._held), self._s._poolc_ctx(keys))
-        self._picked = self._held[i]
+        self._picked = self._least(self._held)
         return self._picked
 
     def pop_request(self):
@@ -216,6 +236,10 @@ class _PoolQueue(RequestQueue):
         return r
 
     def remove_request(self, request):
+        # As vLLM's queues (`deque.remove`, `list.remove`): a request not in the
+        # queue is an error.
+        if request not in self:
+            raise ValueError(f"request {request.request_id} is not in the queue")
         self.remove_requests([request])
 
     def remove_requests(self, requests):
@@ -230,8 +254,29 @@ class _PoolQueue(RequestQueue):
     def __len__(self):
         return len(self._held) + len(self._stack)
 
+    def _order(self):
+        """The requests in the order this queue would hand them out if nothing
+        changed meanwhile (vLLM's iteration order: the FCFS deque front to back, the
+        priority heap in pop order): the preempted stack from its top, then the held
+        ones selected one after another by the compiled keys."""
+        order = list(reversed(self._stack))
+        held = list(self._held)
+        while held:
+            r = self._least(held)
+            order.append(r)
+            held.remove(r)
+        return order
+
     def __iter__(self):
-        return iter(list(reversed(self._stack)) + list(self._held))
+        return iter(self._order())
+
+    def __getitem__(self, index):
+        # vLLM's FCFS queue is a deque and can be indexed (its tests do, e.g.
+        # `scheduler.waiting[0]`); the plugin's can, in the same order as iteration.
+        return self._order()[index]
+
+    def __contains__(self, request):
+        return any(r is request for r in self._stack) or any(r is request for r in self._held)
 
 
 class _KeyedFreeQueue:
@@ -388,7 +433,10 @@ class _PoolcMixin:
         rid = request.request_id
         if rid not in self._poolc_attrs:
             self._poolc_seq[rid] = self._poolc_next
-            extra = getattr(request.sampling_params, "extra_args", None) or {}
+            if request.sampling_params is not None:
+                extra = request.sampling_params.extra_args or {}
+            else:
+                extra = getattr(request.pooling_params, "extra_kwargs", None) or {}
             given = extra.get("poolc", {}) if isinstance(extra, dict) else {}
             arrival = self._poolc_now if self._poolc_step is not None else request.arrival_time
             attrs = {}
@@ -400,7 +448,10 @@ class _PoolcMixin:
                 elif name == "prompt":
                     attrs[name] = float(request.num_prompt_tokens)
                 elif name == "output":
-                    attrs[name] = float(request.sampling_params.max_tokens)
+                    # `max_tokens`: the sampling parameters' for a generation request,
+                    # 1 for a pooling (embedding, classification) request, which has
+                    # none (vllm/v1/request.py).
+                    attrs[name] = float(request.max_tokens)
                 elif name == "priority" and name not in given:
                     attrs[name] = float(request.priority)
                 elif name in given:

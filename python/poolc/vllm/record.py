@@ -695,14 +695,16 @@ def record(argv):
     block_hasher = get_request_block_hasher(args.block_size, hash_fn)
     index_of = {w["id"]: w["index"] for w in work}
     vreqs = {}
-    for order, w in enumerate(work):
-        # arrival_time, the priority policy's tie-break, is the feed order.
+    for w in work:
+        # arrival_time, the priority policy's second key, is the step the request
+        # arrives at (the clock `poolc conform` gives `arrival`): requests fed in one
+        # step tie on it, and vLLM orders them by request_id, as text.
         vreqs[w["id"]] = Request(
             request_id=w["id"],
             prompt_token_ids=_prompt_tokens(w),
             sampling_params=SamplingParams(max_tokens=w["output"], ignore_eos=True),
             pooling_params=None,
-            arrival_time=float(order),
+            arrival_time=float(w["arrival_step"]),
             priority=w["priority"],
             block_hasher=block_hasher,
         )

@@ -44,8 +44,8 @@ use std::collections::VecDeque;
 
 use crate::cache::{EntrySlot, Store};
 use crate::config::{
-    EvictPolicy, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, Requeue, Site, SpillPolicy,
-    check_layout, is_fixed,
+    EvictPolicy, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, QueueTie, Requeue, Site,
+    SpillPolicy, check_layout, is_fixed,
 };
 use crate::error::Error;
 use crate::event::{Counters, Event, Notice, Record};
@@ -174,6 +174,7 @@ pub struct Pool {
     preempt: Preempt,
     requeue: Requeue,
     queue_policy: QueuePolicy,
+    queue_tie: QueueTie,
     spill: Option<SpillPolicy>,
     store: Store,
     holders: Holders,
@@ -214,7 +215,9 @@ impl Pool {
         let block = config.block.0;
         let queue = match &config.queue {
             QueuePolicy::By { keys, layout }
-                if config.queue_index == QueueIndex::Auto && is_fixed(layout) =>
+                if config.queue_index == QueueIndex::Auto
+                    && config.queue_tie == QueueTie::Enqueue
+                    && is_fixed(layout) =>
             {
                 Queue::indexed(keys.len())
             }
@@ -234,6 +237,7 @@ impl Pool {
             preempt: config.preempt,
             requeue: config.requeue,
             queue_policy: config.queue,
+            queue_tie: config.queue_tie,
             spill: config.spill,
             store: Store::new(block),
             holders: Holders::default(),

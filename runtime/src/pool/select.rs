@@ -6,8 +6,10 @@
 //! attempt. It reads the queue and fills rows; it never removes a hold or judges a
 //! fit (`admit.rs` does).
 
+use std::cmp::Ordering;
+
 use crate::cache::Store;
-use crate::config::{Input, Query, QueuePolicy, Target};
+use crate::config::{Input, Query, QueuePolicy, QueueTie, Target};
 use crate::env::Env;
 use crate::queue::{Pick, WaitSlot, Waiting};
 use crate::types::SessionId;
@@ -28,6 +30,12 @@ impl Pool {
         {
             self.file_keys(slot, env);
         }
+    }
+
+    /// Whether the queue orders ties of its keys by session id (R21): the host must
+    /// answer [`Env::name`] for its waiting sessions.
+    pub fn ties_by_id(&self) -> bool {
+        self.queue_tie == QueueTie::Id && matches!(self.queue_policy, QueuePolicy::By { .. })
     }
 
     /// The next hold to try (R8): the most recently preempted, else the first in
@@ -68,8 +76,26 @@ impl Pool {
             };
             self.scratch.ctx.push(value);
         }
-        keys.select(&self.scratch.rows, n, stride, &self.scratch.ctx)
-            .map(Pick::Queued)
+        let least = keys.select(&self.scratch.rows, n, stride, &self.scratch.ctx)?;
+        if self.queue_tie == QueueTie::Enqueue {
+            return Some(Pick::Queued(least));
+        }
+        // R21: of the holds whose keys equal the least's (all after it: the scan
+        // takes the first least), the one with the least id as text; equal ids keep
+        // enqueue order.
+        let rows = &self.scratch.rows;
+        let ctx = &self.scratch.ctx;
+        let row = |i: usize| &rows[i * stride..(i + 1) * stride];
+        let mut holds = self.queue.fifo_iter().enumerate().skip(least);
+        let (mut best, mut best_session) = holds.next().map(|(j, w)| (j, w.session))?;
+        for (j, w) in holds {
+            if keys.cmp(row(j), row(least), ctx) == Ordering::Equal
+                && cmp_ids(env, w.session, best_session) == Ordering::Less
+            {
+                (best, best_session) = (j, w.session);
+            }
+        }
+        Some(Pick::Queued(best))
     }
 
     /// Computes a waiting hold's fixed keys and files it in the ordered index.
@@ -97,6 +123,33 @@ impl Pool {
             env.query(q)
         }
     }
+}
+
+/// Two sessions' ids in R21's order: text, byte by byte; a session the host does not
+/// name is its number in decimal (formatted on the stack: no allocation).
+fn cmp_ids<E: Env + ?Sized>(env: &E, a: SessionId, b: SessionId) -> Ordering {
+    let (mut da, mut db) = ([0u8; 20], [0u8; 20]);
+    let ta = env
+        .name(a)
+        .map_or_else(|| decimal(a.0, &mut da), str::as_bytes);
+    let tb = env
+        .name(b)
+        .map_or_else(|| decimal(b.0, &mut db), str::as_bytes);
+    ta.cmp(tb)
+}
+
+/// `n` in decimal, in the tail of `buf` (20 digits hold every u64).
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[at..]
 }
 
 /// One queue row (S2): attributes read now, header values, the hit now, enqueue time.

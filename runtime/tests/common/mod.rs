@@ -20,6 +20,8 @@ pub struct TestEnv {
     /// Ended sessions the host still answers `attrs` for.
     pub still_answers: BTreeSet<SessionId>,
     pub non_residents: BTreeSet<SessionId>,
+    /// Sessions' ids as the host names them (R21); others are their numbers.
+    pub names: BTreeMap<SessionId, String>,
 }
 
 impl TestEnv {
@@ -46,6 +48,10 @@ impl Env for TestEnv {
 
     fn query(&self, query: Query) -> f64 {
         default_query(query)
+    }
+
+    fn name(&self, session: SessionId) -> Option<&str> {
+        self.names.get(&session).map(String::as_str)
     }
 }
 

@@ -106,3 +106,7 @@ run q_prio_bs32_eight_levels $PRIO --num-priorities 8 --seed 64 --num-requests 2
 #     threshold 64, budget 512: decode-growth thrash (~850 preemptions), self-preemptions
 #     after which the running loop goes on scheduling higher-priority requests
 run r_prio_bs16_decode_thrash $PRIO --num-priorities 6 --seed 65 --num-requests 250 --prompt-min 16 --prompt-max 256 --output-min 64 --output-max 512 --arrival-rate 0.05 --block-size 16 --num-blocks 201 --max-num-seqs 40 --max-num-batched-tokens 512 --long-prefill-token-threshold 64 --max-model-len 4096
+# (s) block 16, 2 levels, bursts of 20-40 requests fed in one step (equal arrival_time)
+#     and 8 seats: the waiting heap's last tie, request_id as text ("r10" before "r9"),
+#     orders who is admitted from step 0 on (R21's `id`)
+run s_prio_bs16_burst_ids $PRIO --num-priorities 2 --seed 71 --num-requests 120 --prompt-min 16 --prompt-max 512 --output-min 8 --output-max 96 --initial-burst 40 --burst-size 20 --burst-gap 30 --block-size 16 --num-blocks 201 --max-num-seqs 8 --max-num-batched-tokens 512 --long-prefill-token-threshold 128 --max-model-len 4096

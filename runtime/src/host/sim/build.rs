@@ -107,6 +107,7 @@ impl<'w> Host<'w> {
             attrs_first: 0,
             n_attrs: config.attrs.len(),
             keep_attrs: false,
+            keep_names: false,
             pool_q: Table::filled(pools.len(), PoolQ::default()),
             stage_q: Table::filled(
                 steps.len(),
@@ -124,6 +125,7 @@ impl<'w> Host<'w> {
         shared.keep_attrs = pools
             .keys()
             .any(|p| info[p].is_tier && pools[p].snapshots_attrs());
+        shared.keep_names = pools.keys().any(|p| pools[p].ties_by_id());
         let mut host = Host {
             src_name: src.source().to_string(),
             // No field is known before the first session is read (`pull`).

@@ -48,6 +48,8 @@ pub(super) struct Sess {
     pub(super) load_gen: u32,
     pub(super) first_token: f64,
     pub(super) last_token: f64,
+    /// The trace's name for it, kept only under `Shared::keep_names`.
+    pub(super) name: Option<Box<str>>,
 }
 
 impl Sess {
@@ -94,6 +96,9 @@ pub(super) struct Shared {
     /// session (a spill), and must then have its values (`Pool::accept_spill`'s
     /// host contract), so no session's attributes are dropped.
     pub(super) keep_attrs: bool,
+    /// Some pool orders its queue's ties by session id (R21): sessions keep the
+    /// trace's name for them (`Env::name`); otherwise no name is copied.
+    pub(super) keep_names: bool,
     pub(super) pool_q: Table<PoolIx, PoolQ>,
     pub(super) stage_q: Table<StepIx, StageQ>,
     pub(super) pool_flat: Vec<Vec<PoolIx>>,
@@ -123,6 +128,10 @@ impl Env for Shared {
     fn attrs(&self, session: SessionId) -> Option<&[f64]> {
         let i = usize::try_from(session.0.checked_sub(self.attrs_first)?).ok()?;
         self.attrs.get(i * self.n_attrs..(i + 1) * self.n_attrs)
+    }
+
+    fn name(&self, session: SessionId) -> Option<&str> {
+        self.sess.get(session)?.name.as_deref()
     }
 
     fn is_resident(&self, session: SessionId) -> bool {
@@ -291,6 +300,11 @@ impl<'w> Host<'w> {
             load_gen: 0,
             first_token: f64::NAN,
             last_token: f64::NAN,
+            name: if self.shared.keep_names {
+                s.name.as_deref().map(Box::from)
+            } else {
+                None
+            },
         });
         Ok(true)
     }
