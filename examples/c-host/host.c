@@ -205,8 +205,8 @@ int main(int argc, char **argv) {
   struct json m;
   jvalue(&m, 0);
   const struct json *format = jget(&m, "format");
-  if (!format || format->type != J_NUM || format->num != 2) die("manifest", "not format 2");
-  printf("manifest: format 2, %llu bytes, target %s\n", (unsigned long long)len,
+  if (!format || format->type != J_NUM || format->num != 3) die("manifest", "not format 3");
+  printf("manifest: format 3, %llu bytes, target %s\n", (unsigned long long)len,
          jstr(jget(&m, "target"), "target"));
 
   const struct json *pools = jget(&m, "pools"), *pool = NULL;
@@ -216,6 +216,8 @@ int main(int argc, char **argv) {
   const struct json *queue = jget(pool, "queue");
   if (strcmp(jstr(jget(queue, "policy"), "queue policy"), "by"))
     die("the pool queues first come, first served; nothing to evaluate", argv[2]);
+  /* "queue_tie": "id" (R21) asks a host to break ties of the keys by session id;
+     this one's records have no ids, so it prints the compiled select's choice. */
   const struct json *keys = jget(queue, "keys");
   const struct json *layout = jget(pool, "queue_layout");
   const struct json *row_slots = jget(layout, "row"), *ctx_slots = jget(layout, "ctx");

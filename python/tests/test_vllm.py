@@ -5,7 +5,7 @@ is re-recorded from the arguments in its config.json, the Mooncake slices conver
 again from examples/traces by ``poolc.vllm.mooncake``, and all three files come out
 byte for byte; with examples/vllm.pool the plugin-driven scheduler records exactly what
 stock vLLM recorded on a–f, and with examples/vllm_priority.pool exactly what stock
-vLLM's priority policy recorded on n–r; specs the plugin cannot honour are refused at
+vLLM's priority policy recorded on n–s; specs the plugin cannot honour are refused at
 start-up. (cli/tests/conform.rs checks that ``poolc conform`` predicts every step of the
 plugin recordings.)
 

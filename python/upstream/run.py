@@ -147,6 +147,8 @@ def main(argv=None):
         TRANSFORMERS_OFFLINE="1",
         # The CUDA wheel on a machine without a GPU: name the platform.
         VLLM_TARGET_DEVICE="cpu",
+        # The logs fill as the tests run (a reader of a slow run sees where it is).
+        PYTHONUNBUFFERED="1",
         PYTHONPATH=os.pathsep.join([tree, HERE, base.get("PYTHONPATH", "")]),
     )
     base.pop("POOLC_VLLM", None)
