@@ -44,7 +44,7 @@ from poolc.vllm import record  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SPECS = {"fcfs": ROOT / "examples" / "vllm.pool", "priority": ROOT / "examples" / "vllm_priority.pool"}
 #: Seeds per (policy, sync/async) case; each case runs until its stream drains.
-SEEDS = range(int(os.environ.get("POOLC_DIFF_SEEDS", "6")))
+SEEDS = range(int(os.environ.get("POOLC_DIFF_SEEDS", "16")))
 
 
 def _traffic(seed, policy):
@@ -53,7 +53,7 @@ def _traffic(seed, policy):
     block = rng.choice([16, 32])
     case = dict(
         block_size=block,
-        num_blocks=rng.choice([24, 40, 64]),
+        num_blocks=rng.choice([20, 28, 40]),
         max_num_seqs=rng.choice([4, 8, 16]),
         max_num_batched_tokens=rng.choice([256, 512, 1024]),
         long_prefill_token_threshold=rng.choice([0, 0, 96]),
@@ -189,7 +189,9 @@ def _run(case, events, policy, asynchronous, plugin):
                     r.status = RequestStatus.WAITING
                 r.structured_output_request = None
                 del aside[rid]
-        if at >= len(events) and sched.get_num_unfinished_requests() == 0 and pending is None:
+        # Done when every event is in, nothing is unfinished and no output of the
+        # async scheduler's last step still waits for its update.
+        if at >= len(events) and sched.get_num_unfinished_requests() == 0 and (pending is None or not pending[1]):
             break
         so = sched.schedule()
         pictures.append(_picture(sched, so))
