@@ -203,8 +203,8 @@ impl Writer<'_> {
             QueuePolicy::By(keys) => Some(keys.as_slice()),
         };
         self.key_list("queue", "fifo", &format!("{sym}_queue"), queue);
-        // R21, written only when set, so that the manifests of specs without it are
-        // unchanged.
+        // R21: present only when the keys end in `id` (docs/ABI.md); its absence
+        // means enqueue order.
         if pool.queue_tie == QueueTie::Id {
             self.line(3, "\"queue_tie\": \"id\",");
         }
