@@ -7,8 +7,8 @@
 use std::fmt;
 
 use poolrt::host::{
-    AttrSpec, HostConfig, IterTime, LinkConfig, PoolDecl, PoolMember, StageDecl, StageKind,
-    StepConfig, TimeVar,
+    AttrSpec, Extreme, HostConfig, IterTime, LinkConfig, PoolDecl, PoolMember, Probe, RouteConfig,
+    RouteInput, Scored, StageDecl, StageKind, StepConfig, TimeVar,
 };
 use poolrt::policy::{PoolPolicy, StagePolicy};
 use poolrt::{
@@ -192,31 +192,109 @@ fn input(i: ir::Input, site: PoolSite, member: u32) -> poolrt::Input {
             | Var::Prefill
             | Var::Decode
             | Var::Residents
-            | Var::Context => {
+            | Var::Context
+            | Var::Member => {
                 unreachable!("sema never puts `{}` in a pool layout", v.name())
             }
         },
-        ir::Input::Query(q) => R::Query(poolrt::Query {
-            kind: match q.kind {
-                ir::QueryKind::Free => poolrt::QueryKind::Free,
-                ir::QueryKind::Used => poolrt::QueryKind::Used,
-                ir::QueryKind::Cached => poolrt::QueryKind::Cached,
-                ir::QueryKind::Cap => poolrt::QueryKind::Cap,
-                ir::QueryKind::Queued => poolrt::QueryKind::Queued,
-                ir::QueryKind::BudgetLeft => poolrt::QueryKind::BudgetLeft,
-                ir::QueryKind::Residents => poolrt::QueryKind::Residents,
+        ir::Input::Scored(_) | ir::Input::Over(..) => {
+            unreachable!("ir::verify keeps route inputs out of pool layouts")
+        }
+        ir::Input::Query(q) => R::Query(query(q, member)),
+    }
+}
+
+fn query_kind(k: ir::QueryKind) -> poolrt::QueryKind {
+    match k {
+        ir::QueryKind::Free => poolrt::QueryKind::Free,
+        ir::QueryKind::Used => poolrt::QueryKind::Used,
+        ir::QueryKind::Cached => poolrt::QueryKind::Cached,
+        ir::QueryKind::Cap => poolrt::QueryKind::Cap,
+        ir::QueryKind::Queued => poolrt::QueryKind::Queued,
+        ir::QueryKind::BudgetLeft => poolrt::QueryKind::BudgetLeft,
+        ir::QueryKind::Residents => poolrt::QueryKind::Residents,
+    }
+}
+
+/// A route slot in runtime terms (R22): per-member values become probes of the
+/// member being scored; a query on one fixed member stays a query.
+fn route_input(i: ir::Input) -> RouteInput {
+    let probe = |p: ir::Probe| match p {
+        ir::Probe::Scored(s) => Probe::Scored(scored(s)),
+        ir::Probe::Query(q) => match q.target {
+            QueryTarget::Pool(p, _) => Probe::Pool(query_kind(q.kind), p.0),
+            QueryTarget::Stage(s, _) => Probe::Stage(query_kind(q.kind), s.0),
+        },
+    };
+    match i {
+        ir::Input::Attr(a) => RouteInput::Attr(a.0),
+        ir::Input::Var(Var::Member) => RouteInput::Member,
+        ir::Input::Query(q) => match q.target {
+            QueryTarget::Pool(_, Member::Same) | QueryTarget::Stage(_, Member::Same) => {
+                RouteInput::Probe(probe(ir::Probe::Query(q)))
+            }
+            _ => RouteInput::Query(query(q, 0)),
+        },
+        ir::Input::Scored(s) => RouteInput::Probe(Probe::Scored(scored(s))),
+        ir::Input::Over(e, p) => RouteInput::Over(
+            match e {
+                ir::Extreme::Min => Extreme::Min,
+                ir::Extreme::Max => Extreme::Max,
             },
-            target: match q.target {
-                QueryTarget::Pool(p, m) => poolrt::Target::Pool(PoolRef {
-                    pool: p.0,
-                    member: resolve(m, member),
-                }),
-                QueryTarget::Stage(s, m) => poolrt::Target::Stage(StageRef {
-                    stage: s.0,
-                    member: resolve(m, member),
-                }),
-            },
-        }),
+            probe(p),
+        ),
+        ir::Input::Var(Var::Now) => RouteInput::Now,
+        ir::Input::Var(_) | ir::Input::Enqueued => {
+            unreachable!("sema allows route keys no other input ({i:?})")
+        }
+    }
+}
+
+fn scored(s: ir::Scored) -> Scored {
+    match s {
+        ir::Scored::Hit => Scored::Hit,
+        ir::Scored::TierHit => Scored::TierHit,
+        ir::Scored::Routed => Scored::Routed,
+    }
+}
+
+/// The route of the routed family `pool` (R22–R24) with its compiled keys.
+fn route_config(
+    program: &Program,
+    pool: usize,
+    policy: &PoolPolicy,
+) -> Result<Option<RouteConfig>, BridgeError> {
+    let p = program.pool(PoolId(pool as u32));
+    let Some(route) = &p.route else {
+        return Ok(None);
+    };
+    let keys = policy.route.clone().ok_or_else(|| BridgeError::Mismatch {
+        pool: p.name.clone(),
+        what: "route keys",
+    })?;
+    Ok(Some(RouteConfig {
+        pool: pool as u32,
+        keys,
+        row: route.layout.row.iter().map(|i| route_input(*i)).collect(),
+        ctx: route.layout.ctx.iter().map(|i| route_input(*i)).collect(),
+        every: route.every,
+        remember: route.remember,
+    }))
+}
+
+fn query(q: ir::Query, member: u32) -> poolrt::Query {
+    poolrt::Query {
+        kind: query_kind(q.kind),
+        target: match q.target {
+            QueryTarget::Pool(p, m) => poolrt::Target::Pool(PoolRef {
+                pool: p.0,
+                member: resolve(m, member),
+            }),
+            QueryTarget::Stage(s, m) => poolrt::Target::Stage(StageRef {
+                stage: s.0,
+                member: resolve(m, member),
+            }),
+        },
     }
 }
 
@@ -260,6 +338,7 @@ pub fn host_config(
         });
     }
     let mut pool_decls = Vec::new();
+    let mut route = None;
     for (i, p) in program.pools.iter().enumerate() {
         let id = PoolId(i as u32);
         let policy = pools.get(i).ok_or_else(|| BridgeError::Mismatch {
@@ -281,11 +360,15 @@ pub fn host_config(
             name: p.name.clone(),
             members,
         });
+        if let Some(r) = route_config(program, i, policy)? {
+            route = Some(r);
+        }
     }
     Ok(HostConfig {
         attrs,
         stages: stage_decls,
         pools: pool_decls,
+        route,
     })
 }
 

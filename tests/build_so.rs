@@ -112,6 +112,11 @@ fn check_program(name: &str, program: &Program, so: &Compiled, jit: &Compiled, s
             (None, None, PreemptMode::None | PreemptMode::Lifo) => {}
             _ => panic!("{what}: preempt functions differ"),
         }
+        match (&s.route, &j.route, &pool.route) {
+            (Some(s), Some(j), Some(_)) => check_list(&format!("{what} route"), s, j, &mut runner),
+            (None, None, None) => {}
+            _ => panic!("{what}: route functions differ"),
+        }
         match (&s.spill, &j.spill) {
             (Some(s), Some(j)) => {
                 assert_eq!(s.shape(), j.shape());
@@ -331,7 +336,7 @@ fn manifest_gives_format_pools_layouts_keys_and_read_sets() {
     let m = manifest::parse(&text).expect("the manifest is JSON");
     let s = |v: &str| manifest::Json::String(v.into());
     let n = |v: &str| manifest::Json::Number(v.into());
-    assert_eq!(m.get("format"), Some(&n("3")));
+    assert_eq!(m.get("format"), Some(&n("4")));
     let manifest::Json::Array(pools) = m.get("pools").expect("pools") else {
         panic!("pools is an array")
     };

@@ -13,7 +13,7 @@ use build_support::examples;
 use build_support::expr_tree::same;
 use poolc::codegen::ClifForm;
 use poolc::interp;
-use poolc::ir::{Evict, Layout, QueuePolicy, SiteExpr};
+use poolc::ir::{Evict, Layout, PreemptMode, QueuePolicy, SiteExpr};
 use poolc::{Compiled, Options, compile};
 use poolrt::policy::KeyList;
 use proptest::prelude::*;
@@ -107,6 +107,23 @@ fn every_example_compiles_and_agrees_with_the_interpreter() {
                 }
                 (Evict::Lru, None) => {}
                 _ => panic!("{name}: evict functions do not match the IR"),
+            }
+            match (&pool.preempt, &policy.preempt) {
+                (PreemptMode::By(keys), Some(list)) => check_list(
+                    &format!("{name} preempt"),
+                    list,
+                    keys,
+                    &pool.resident_layout,
+                ),
+                (PreemptMode::None | PreemptMode::Lifo, None) => {}
+                _ => panic!("{name}: preempt functions do not match the IR"),
+            }
+            match (&pool.route, &policy.route) {
+                (Some(route), Some(list)) => {
+                    check_list(&format!("{name} route"), list, &route.keys, &route.layout)
+                }
+                (None, None) => {}
+                _ => panic!("{name}: route functions do not match the IR"),
             }
             match (&pool.spill, &policy.spill) {
                 (Some(spill), Some(fns)) => {

@@ -518,6 +518,31 @@ fn r18_r19_preempt_by_and_requeue_keyed_parse() {
 }
 
 #[test]
+fn r22_route_by_with_every_and_remember_parses() {
+    let kinds = pool_options(
+        "pool kv[2] { route by (-hit(kv), member); route by (queued(kv)) every 0.05 remember 64; }",
+    );
+    assert_eq!(
+        kinds,
+        [
+            PoolOptionKind::Route(RouteClause {
+                keys: vec![
+                    un(UnaryOp::Neg, call("hit", vec![var("kv")])),
+                    var("member")
+                ],
+                every: None,
+                remember: None,
+            }),
+            PoolOptionKind::Route(RouteClause {
+                keys: vec![call("queued", vec![var("kv")])],
+                every: Some(num(0.05)),
+                remember: Some(num(64.0)),
+            }),
+        ]
+    );
+}
+
+#[test]
 fn d5_option_and_declaration_spans() {
     let src = "pool kv {\n  cap 10;\n  spill host via pcie (units) when (size > 1);\n}";
     let spec = parse_ok(src);
@@ -707,7 +732,7 @@ fn parse_error_unknown_pool_option() {
     let d = only_diagnostic(src);
     assert_eq!(
         d.message,
-        "expected a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`) or `}`, found `capacity`"
+        "expected a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`) or `}`, found `capacity`"
     );
     assert_eq!(primary_text(src, &d), "capacity");
 }
@@ -1374,6 +1399,16 @@ fn pool_option() -> impl Strategy<Value = PoolOption> {
         Just(K::RequeueKeyed),
         Just(K::QueueFifo),
         keys().prop_map(K::QueueBy),
+        (
+            keys(),
+            proptest::option::of(expression()),
+            proptest::option::of(expression())
+        )
+            .prop_map(|(keys, every, remember)| K::Route(RouteClause {
+                keys,
+                every,
+                remember
+            })),
         ident().prop_map(K::AdmitVia),
         (ident(), ident(), expression(), expression()).prop_map(|(tier, link, work, pred)| {
             K::Spill(SpillClause {

@@ -95,8 +95,9 @@ enum Command {
         #[arg(long)]
         interp: bool,
         /// Inputs by source name: attributes, context variables, queries as written
-        /// (`prompt=300 waited=4 'free(kv)=1024'`). Attributes not given take their
-        /// session default.
+        /// (`prompt=300 waited=4 'free(kv)=1024'`; route keys: one member's row, e.g.
+        /// `member=1 'hit(kv)=64' 'min_of(queued(kv))=0'`). Attributes not given take
+        /// their session default.
         #[arg(value_name = "NAME=VALUE")]
         inputs: Vec<String>,
         #[command(flatten)]
@@ -142,6 +143,7 @@ enum SiteArg {
     Pred,
     Work,
     Time,
+    Route,
 }
 
 impl SiteArg {
@@ -153,6 +155,7 @@ impl SiteArg {
             SiteArg::Pred => eval::Site::Pred,
             SiteArg::Work => eval::Site::Work,
             SiteArg::Time => eval::Site::Time,
+            SiteArg::Route => eval::Site::Route,
         }
     }
 }

@@ -248,6 +248,8 @@ pub struct PoolPolicy {
     /// `preempt by` keys (R18); `None` for `preempt none` and `preempt lifo`.
     pub preempt: Option<KeyList>,
     pub spill: Option<SpillFns>,
+    /// `route by` keys (R22), a row per member; `None` unless the family routes.
+    pub route: Option<KeyList>,
 }
 
 /// Everything compiled for one stage declaration; every member of a family shares it.

@@ -46,6 +46,7 @@ fn config() -> HostConfig {
                 admit_via: vec![StageRef::default()],
             }],
         }],
+        route: None,
     }
 }
 

@@ -69,6 +69,7 @@ fn tiered() -> HostConfig {
         attrs: attrs(),
         stages: vec![step("engine", 1, engine(100, 8, None)), link("pcie", 2.0)],
         pools: vec![host, kv],
+        route: None,
     }
 }
 

@@ -141,6 +141,26 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
             );
             key_list(&mut h, program, prefix, &site, keys, l);
         }
+        if let Some(route) = &pool.route {
+            let l = &route.layout;
+            layout(
+                &mut h,
+                program,
+                prefix,
+                &format!("{sym}_route"),
+                "route (a row per member)",
+                l,
+                Rows::PerRecord,
+            );
+            key_list(
+                &mut h,
+                program,
+                prefix,
+                &format!("{sym}_route"),
+                &route.keys,
+                l,
+            );
+        }
         if let Some(spill) = &pool.spill {
             for (what, site) in [("pred", &spill.pred), ("work", &spill.work)] {
                 let l = &pool.entry_layout;

@@ -213,6 +213,7 @@ pub unsafe fn load_with_prefix(
                         s.shape,
                     )),
                 },
+                p.route.as_ref().map(|l| loader.list(l)).transpose()?,
             ))
         })
         .collect::<Result<Vec<_>, LoadError>>()?;
@@ -231,7 +232,8 @@ pub unsafe fn load_with_prefix(
     };
     let pools = pools
         .into_iter()
-        .map(|(queue, evict, preempt, spill)| PoolPolicy {
+        .map(|(queue, evict, preempt, spill, route)| PoolPolicy {
+            route: route.map(key_list),
             queue: queue.map(key_list),
             evict: evict.map(key_list),
             preempt: preempt.map(key_list),

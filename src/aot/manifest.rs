@@ -27,7 +27,7 @@ use crate::ir::{
 /// The version of the manifest layout; a loader refuses any other. Bump it when a
 /// field changes meaning or disappears (adding fields is also a bump: loaders
 /// compare manifests whole).
-pub const FORMAT: u32 = 3;
+pub const FORMAT: u32 = 4;
 
 /// The manifest of `program` as built for `target` with `prefix`: JSON, one field
 /// per line, deterministic (the same program always gives the same bytes).
@@ -249,7 +249,18 @@ impl Writer<'_> {
         }
         self.layout("queue_layout", &pool.queue_layout, ",");
         self.layout("entry_layout", &pool.entry_layout, ",");
-        self.layout("resident_layout", &pool.resident_layout, "");
+        match &pool.route {
+            None => self.layout("resident_layout", &pool.resident_layout, ""),
+            // R22–R24: present only on the routed family (docs/ABI.md).
+            Some(route) => {
+                self.layout("resident_layout", &pool.resident_layout, ",");
+                self.key_list("route", "by", &format!("{sym}_route"), Some(&route.keys));
+                let every = route.every.map_or("null".to_string(), |t| format!("{t:?}"));
+                self.line(3, &format!("\"route_every\": {every},"));
+                self.line(3, &format!("\"route_remember\": {},", route.remember));
+                self.layout("route_layout", &route.layout, "");
+            }
+        }
     }
 
     /// `"queue": {"policy": …, "keys": […], "cmp": …, "select": …}`.
@@ -315,6 +326,21 @@ impl Writer<'_> {
             ),
             Input::Var(_) => format!("{{\"name\": {name}, \"kind\": \"var\"}}"),
             Input::Enqueued => format!("{{\"name\": {name}, \"kind\": \"enqueued\"}}"),
+            Input::Scored(v) => format!(
+                "{{\"name\": {name}, \"kind\": \"scored\", \"scored\": {}}}",
+                quote(v.name())
+            ),
+            Input::Over(e, probe) => {
+                let of = match probe {
+                    ir::Probe::Query(q) => ir::input_name(p, Input::Query(q)),
+                    ir::Probe::Scored(v) => ir::input_name(p, Input::Scored(v)),
+                };
+                format!(
+                    "{{\"name\": {name}, \"kind\": \"over\", \"extreme\": {}, \"of\": {}}}",
+                    quote(e.name()),
+                    quote(&of)
+                )
+            }
             Input::Query(q) => {
                 let (what, target, member) = match q.target {
                     QueryTarget::Pool(id, m) => ("pool", &p.pool(id).name, m),

@@ -41,7 +41,8 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
                 s.shape,
             )),
         };
-        pools.push((queue, evict, preempt, spill));
+        let route = p.route.as_ref().map(|l| jit.list(l)).transpose()?;
+        pools.push((queue, evict, preempt, spill, route));
     }
     let mut stages = Vec::with_capacity(plan.stages.len());
     for s in &plan.stages {
@@ -51,7 +52,8 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
     let code = done.handle();
     let pools = pools
         .into_iter()
-        .map(|(queue, evict, preempt, spill)| PoolPolicy {
+        .map(|(queue, evict, preempt, spill, route)| PoolPolicy {
+            route: route.map(|l| done.key_list(l, &code)),
             queue: queue.map(|l| done.key_list(l, &code)),
             evict: evict.map(|l| done.key_list(l, &code)),
             preempt: preempt.map(|l| done.key_list(l, &code)),

@@ -11,7 +11,7 @@
 //! assume the host is x86-64.
 //!
 //! Symbols: `pool_<P>_queue_key<i>`, `pool_<P>_queue_cmp`, `pool_<P>_queue_select`,
-//! the same with `evict` and `preempt`, `pool_<P>_spill_pred`, `pool_<P>_spill_work` and
+//! the same with `evict`, `preempt` and `route`, `pool_<P>_spill_pred`, `pool_<P>_spill_work` and
 //! `stage_<S>_time`; the object backend exports each as `<prefix>_<symbol>`. Pool
 //! and stage names are distinct identifiers (D7) and every site suffix has exactly
 //! one `_`, so no two symbols of a program can collide.
@@ -415,6 +415,7 @@ pub(crate) struct PoolPlan<'a> {
     pub evict: Option<ListPlan<'a>>,
     pub preempt: Option<ListPlan<'a>>,
     pub spill: Option<SpillPlan<'a>>,
+    pub route: Option<ListPlan<'a>>,
 }
 
 impl PoolPlan<'_> {
@@ -432,6 +433,11 @@ impl PoolPlan<'_> {
         if let Some(spill) = &self.spill {
             out.push(&spill.pred);
             out.push(&spill.work);
+        }
+        if let Some(list) = &self.route {
+            out.extend(list.keys.iter());
+            out.push(&list.cmp);
+            out.push(&list.select);
         }
         out
     }
@@ -488,11 +494,16 @@ impl<'a> ProgramPlan<'a> {
                 work: key_plan(format!("{prefix}_spill_work"), &spill.work.expr),
                 shape: shape_of(&pool.entry_layout),
             });
+            let route = match &pool.route {
+                None => None,
+                Some(r) => Some(list_plan(&format!("{prefix}_route"), &r.keys, &r.layout)?),
+            };
             pools.push(PoolPlan {
                 queue,
                 evict,
                 preempt,
                 spill,
+                route,
             });
         }
         let mut stages = Vec::with_capacity(program.stages.len());

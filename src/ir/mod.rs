@@ -169,10 +169,12 @@ pub enum Var {
     Admitted,
     /// Stage `time`: the KV tokens the iteration attends (R20).
     Context,
+    /// Route keys: the index of the member being scored (R22).
+    Member,
 }
 
 impl Var {
-    pub const ALL: [Var; 15] = [
+    pub const ALL: [Var; 16] = [
         Var::Size,
         Var::Age,
         Var::Last,
@@ -188,6 +190,7 @@ impl Var {
         Var::Residents,
         Var::Admitted,
         Var::Context,
+        Var::Member,
     ];
 
     pub fn name(self) -> &'static str {
@@ -207,6 +210,7 @@ impl Var {
             Var::Residents => "residents",
             Var::Admitted => "admitted",
             Var::Context => "context",
+            Var::Member => "member",
         }
     }
 
@@ -281,12 +285,73 @@ pub struct Query {
     pub target: QueryTarget,
 }
 
+/// What route keys read of the routed family's member being scored (R22, R24),
+/// written `hit(P)`, `tier_hit(P)` and `routed(P)` with `P` the routed family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Scored {
+    /// The units of the session's prompt the member's cache would hit now (R11).
+    Hit,
+    /// The units right after `Hit` that the member's spill tier holds (R12).
+    TierHit,
+    /// The units of the prompt the router's own index says it sent to the member (R24).
+    Routed,
+}
+
+impl Scored {
+    pub const ALL: [Scored; 3] = [Scored::Hit, Scored::TierHit, Scored::Routed];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scored::Hit => "hit",
+            Scored::TierHit => "tier_hit",
+            Scored::Routed => "routed",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Scored> {
+        Scored::ALL.into_iter().find(|s| s.name() == name)
+    }
+}
+
+/// A per-member value that `min_of` and `max_of` range over (R22).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Probe {
+    /// A query on the routed family or a family joined to it member for member.
+    Query(Query),
+    Scored(Scored),
+}
+
+/// `min_of(…)` or `max_of(…)`: the least or greatest of a value over the routed
+/// family's members (R22).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Extreme {
+    Min,
+    Max,
+}
+
+impl Extreme {
+    pub const ALL: [Extreme; 2] = [Extreme::Min, Extreme::Max];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Extreme::Min => "min_of",
+            Extreme::Max => "max_of",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Extreme> {
+        Extreme::ALL.into_iter().find(|e| e.name() == name)
+    }
+}
+
 /// One name an expression reads, as the source named it (a read-set element).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Read {
     Attr(AttrId),
     Var(Var),
     Query(Query),
+    Scored(Scored),
+    Over(Extreme, Probe),
 }
 
 /// What one slot holds. Derived reads map onto these: `waited` reads `Enqueued` and
@@ -299,6 +364,10 @@ pub enum Input {
     /// The time the hold entered the queue (for `waited`).
     Enqueued,
     Query(Query),
+    /// Route row: a value of the member being scored (R22).
+    Scored(Scored),
+    /// Route ctx: the least or greatest of a per-member value over the members (R22).
+    Over(Extreme, Probe),
 }
 
 /// The set of names an expression reads. The runtime decides from it what it may
@@ -313,7 +382,7 @@ impl ReadSet {
         self.0.iter().all(|r| match r {
             Read::Attr(_) => true,
             Read::Var(v) => matches!(v, Var::Units | Var::Reserve),
-            Read::Query(_) => false,
+            Read::Query(_) | Read::Scored(_) | Read::Over(..) => false,
         })
     }
 
@@ -486,6 +555,25 @@ pub struct Spill {
     pub pred: SiteExpr,
 }
 
+/// `route by (keys) [every T] [remember N];` (R22–R24): how an arriving session
+/// picks the member of this entry family whose queue it joins.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Route {
+    /// Evaluated on `layout`: a row per member, the session's values in ctx.
+    pub keys: Vec<SiteExpr>,
+    pub layout: Layout,
+    /// Seconds of simulated time between refreshes of the load queries (R23); `None`:
+    /// always live.
+    pub every: Option<f64>,
+    /// Blocks per member the router's own prefix index keeps (R24).
+    pub remember: u64,
+}
+
+/// llm-d's approximate prefix scorer keeps 31,250 blocks per server by default
+/// (`lruCapacityPerServer`, docs of llm-d-inference-scheduler): the default of
+/// `remember`.
+pub const DEFAULT_REMEMBER: u64 = 31_250;
+
 /// A checked `pool` declaration: a family of `count` members sharing its options,
 /// each option resolved (defaults filled in), each expression compiled on its site's
 /// slot layout.
@@ -512,6 +600,8 @@ pub struct Pool {
     /// Slots of the resident site (`preempt by` keys, R18): a row per candidate
     /// victim. Empty unless the pool preempts by keys.
     pub resident_layout: Layout,
+    /// `route by` (R22): only on the entry family of a spec that routes.
+    pub route: Option<Route>,
 }
 
 impl Pool {

@@ -9,7 +9,9 @@
 
 use std::fmt::Write;
 
-use super::{BinaryOp, Expr, Input, Member, Program, Query, QueryTarget, Read, Slot, UnaryOp};
+use super::{
+    BinaryOp, Expr, Input, Member, Probe, Program, Query, QueryTarget, Read, Slot, UnaryOp,
+};
 
 /// The name a layout slot's input has in the source: an attribute's name, a context
 /// variable's, `enqueued`, or a query as written (`free(kv)`, `cap(kv[1])`).
@@ -19,7 +21,21 @@ pub fn input_name(program: &Program, input: Input) -> String {
         Input::Var(v) => v.name().to_string(),
         Input::Enqueued => "enqueued".to_string(),
         Input::Query(q) => query_name(program, q),
+        Input::Scored(v) => format!("{}({})", v.name(), routed_name(program)),
+        Input::Over(e, Probe::Query(q)) => format!("{}({})", e.name(), query_name(program, q)),
+        Input::Over(e, Probe::Scored(v)) => {
+            format!("{}({}({}))", e.name(), v.name(), routed_name(program))
+        }
     }
+}
+
+/// The routed family's name (R22), which `hit`, `tier_hit` and `routed` read.
+fn routed_name(program: &Program) -> &str {
+    program
+        .pools
+        .iter()
+        .find(|p| p.route.is_some())
+        .map_or("?", |p| p.name.as_str())
 }
 
 /// The name a read-set entry has in the source (as [`input_name`]).
@@ -28,6 +44,8 @@ pub fn read_name(program: &Program, read: Read) -> String {
         Read::Attr(a) => input_name(program, Input::Attr(a)),
         Read::Var(v) => input_name(program, Input::Var(v)),
         Read::Query(q) => input_name(program, Input::Query(q)),
+        Read::Scored(v) => input_name(program, Input::Scored(v)),
+        Read::Over(e, p) => input_name(program, Input::Over(e, p)),
     }
 }
 

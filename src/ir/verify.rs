@@ -36,7 +36,7 @@ use std::fmt;
 
 use super::{
     AttrId, Builtin, Evict, Expr, Input, JoinClause, JoinRule, Layout, Member, Pool, PreemptMode,
-    Program, QueryTarget, QueuePolicy, Read, Rows, SiteExpr, Slot, Var,
+    Probe, Program, QueryTarget, QueuePolicy, Read, Rows, SiteExpr, Slot, Var,
 };
 
 /// The most inputs a layout may hold (and one more than the largest slot index):
@@ -109,6 +109,11 @@ pub enum Problem {
         count: u32,
         target_count: u32,
     },
+    /// A route input (`member`, `hit`, `min_of`, …) in another site's layout, or a
+    /// route on a family of one.
+    RouteOnly {
+        input: Option<Input>,
+    },
 }
 
 impl fmt::Display for VerifyError {
@@ -178,6 +183,10 @@ impl fmt::Display for VerifyError {
                 f,
                 "a query of the same member from a family of {count} to one of {target_count}"
             ),
+            Problem::RouteOnly { input: Some(input) } => {
+                write!(f, "{input:?} outside route keys")
+            }
+            Problem::RouteOnly { input: None } => f.write_str("a route over a family of one"),
         }
     }
 }
@@ -271,6 +280,40 @@ impl Verifier<'_> {
         self.layout(&at("queue_layout"), &pool.queue_layout, counts)?;
         self.layout(&at("entry_layout"), &pool.entry_layout, counts)?;
         self.layout(&at("resident_layout"), &pool.resident_layout, counts)?;
+        for layout in [
+            &pool.queue_layout,
+            &pool.entry_layout,
+            &pool.resident_layout,
+        ] {
+            if let Some(&input) = layout.row.iter().chain(&layout.ctx).find(|i| {
+                matches!(
+                    i,
+                    Input::Scored(_) | Input::Over(..) | Input::Var(Var::Member)
+                )
+            }) {
+                return Err(fail(
+                    &at("layout"),
+                    Problem::RouteOnly { input: Some(input) },
+                ));
+            }
+        }
+        if let Some(route) = &pool.route {
+            if pool.count < 2 {
+                return Err(fail(&at("route"), Problem::RouteOnly { input: None }));
+            }
+            self.layout(&at("route_layout"), &route.layout, counts)?;
+            if route.keys.is_empty() {
+                return Err(fail(&at("route"), Problem::EmptyKeys));
+            }
+            for (i, k) in route.keys.iter().enumerate() {
+                self.site(
+                    &at(&format!("route_key{i}")),
+                    k,
+                    &route.layout,
+                    Rows::PerRecord,
+                )?;
+            }
+        }
         if let Some(j) = &pool.admit_via {
             let stage = self.stage_ref(&at("admit_via"), j.target.0)?;
             let expected = JoinRule::for_counts(pool.count, stage.count, JoinClause::AdmitVia);
@@ -414,6 +457,16 @@ impl Verifier<'_> {
             Input::Var(var @ (Var::Waited | Var::Age)) => {
                 Err(fail(at, Problem::DerivedInLayout { var }))
             }
+            Input::Over(_, Probe::Query(q)) => {
+                if matches!(
+                    q.target,
+                    QueryTarget::Pool(_, Member::Index(_))
+                        | QueryTarget::Stage(_, Member::Index(_))
+                ) {
+                    return Err(fail(at, Problem::RouteOnly { input: Some(input) }));
+                }
+                self.input(at, Input::Query(q), source_count)
+            }
             Input::Query(q) => {
                 let (target_count, member) = match q.target {
                     QueryTarget::Pool(id, m) => match p.pools.get(id.0 as usize) {
@@ -493,6 +546,8 @@ fn implied(read: Read) -> Vec<Input> {
         Read::Var(Var::Age) => vec![Input::Var(Var::Last), Input::Var(Var::Now)],
         Read::Var(v) => vec![Input::Var(v)],
         Read::Query(q) => vec![Input::Query(q)],
+        Read::Scored(v) => vec![Input::Scored(v)],
+        Read::Over(e, p) => vec![Input::Over(e, p)],
     }
 }
 

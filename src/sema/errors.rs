@@ -303,3 +303,55 @@ pub fn not_a_family(name: &str, what: &str, span: Span) -> Diagnostic {
     )
     .primary(span, "only pools and stages have members")
 }
+
+pub fn scored_argument(function: &str, span: Span, routed: Option<&str>) -> Diagnostic {
+    let d = Diagnostic::new(
+        "E6",
+        format!("`{function}` reads the member being scored of the routed family"),
+    )
+    .primary(span, "not the routed family's name");
+    match routed {
+        Some(p) => d.note(format!("write `{function}({p})` (R22)")),
+        None => d.note("only `route by` keys score members (R22)"),
+    }
+}
+
+pub fn over_argument(function: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "E6",
+        format!("`{function}` ranges over the members: its argument must differ by member"),
+    )
+    .primary(span, "not a per-member value")
+    .note(
+        "give a query on the routed family (or a family joined to it member for member), or \
+         `hit`, `tier_hit` or `routed` of it, e.g. `min_of(queued(kv))` (R22)",
+    )
+}
+
+pub fn route_not_entry(pool: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "R22",
+        format!("`route by` in pool `{pool}`, which is not admitted via a step stage"),
+    )
+    .primary(span, "sessions arrive only at entry pools")
+    .note("the entry pools are those with `admit via STAGE` of a step stage (docs/HOST.md)")
+}
+
+pub fn route_one_member(pool: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "R22",
+        format!("`route by` in pool `{pool}`, a family of one: there is nothing to choose"),
+    )
+    .primary(span, "one member")
+    .note("route over a family of several members, e.g. `pool kv[4]` with `stage engine[4]`")
+}
+
+pub fn route_other_entry(pool: &str, span: Span, other: &str, other_span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "R22",
+        format!("`route by` in pool `{pool}`, but pool `{other}` is an entry pool too"),
+    )
+    .primary(span, "routes over this family only")
+    .secondary(other_span, "another entry pool")
+    .note("a spec that routes has one entry family; sessions arrive there only (R22)")
+}

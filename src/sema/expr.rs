@@ -5,7 +5,9 @@
 
 use crate::interp;
 use crate::ir::{BinaryOp, PoolId, StageId};
-use crate::ir::{Builtin, Expr, Input, Member, Query, QueryKind, QueryTarget, Read, Var};
+use crate::ir::{
+    Builtin, Expr, Extreme, Input, Member, Probe, Query, QueryKind, QueryTarget, Read, Scored, Var,
+};
 use crate::syntax::Span;
 use crate::syntax::ast::{self, ExprKind, StageKind};
 
@@ -175,9 +177,23 @@ impl<'a> Checker<'a> {
             let lowered: Option<Vec<Expr>> = lowered.into_iter().collect();
             return Some(fold(Expr::Call(builtin, lowered?)));
         }
+        if let Some(scored) = Scored::from_name(&f.name) {
+            let [arg] = self.route_call(f, args, span, b)?;
+            self.scored_family(f, arg, owner)?;
+            b.reads.insert(Read::Scored(scored));
+            return Some(b.leaf(Input::Scored(scored)));
+        }
+        if let Some(extreme) = Extreme::from_name(&f.name) {
+            let [arg] = self.route_call(f, args, span, b)?;
+            let probe = self.probe(&f.name, arg, owner)?;
+            b.reads.insert(Read::Over(extreme, probe));
+            return Some(b.leaf(Input::Over(extreme, probe)));
+        }
         let Some(kind) = QueryKind::from_name(&f.name) else {
             let mut cand: Vec<&str> = Builtin::ALL.iter().map(|b| b.name()).collect();
             cand.extend(QueryKind::ALL.iter().map(|q| q.name()));
+            cand.extend(Scored::ALL.iter().map(|q| q.name()));
+            cand.extend(Extreme::ALL.iter().map(|q| q.name()));
             self.error(errors::unknown_function(
                 &f.name,
                 f.span,
@@ -208,6 +224,83 @@ impl<'a> Checker<'a> {
         let q = Query { kind, target };
         b.reads.insert(Read::Query(q));
         Some(b.leaf(Input::Query(q)))
+    }
+
+    /// The one argument of a function only route keys may call (R22): refused at any
+    /// other site (S1) or with another number of arguments (E4).
+    fn route_call<'e>(
+        &mut self,
+        f: &ast::Ident,
+        args: &'e [ast::Expr],
+        span: Span,
+        b: &SiteBuilder,
+    ) -> Option<[&'e ast::Expr; 1]> {
+        if b.site != Site::Route {
+            let what = format!("`{}(…)`", f.name);
+            self.error(errors::forbidden_read(
+                b.site.name(),
+                &what,
+                span,
+                b.site.may_read(),
+            ));
+            return None;
+        }
+        match args {
+            [arg] => Some([arg]),
+            _ => {
+                self.error(errors::wrong_arity(&f.name, "1 argument", args.len(), span));
+                None
+            }
+        }
+    }
+
+    /// `hit(P)`, `tier_hit(P)`, `routed(P)`: `P` must be the routed family by its bare
+    /// name (E6), the member being scored.
+    fn scored_family(
+        &mut self,
+        f: &ast::Ident,
+        arg: &ast::Expr,
+        owner: Option<Owner<'_>>,
+    ) -> Option<()> {
+        match (&arg.kind, owner) {
+            (ExprKind::Name(id), Some(o)) if id.name == o.name => Some(()),
+            _ => {
+                self.error(errors::scored_argument(
+                    &f.name,
+                    arg.span,
+                    owner.map(|o| o.name),
+                ));
+                None
+            }
+        }
+    }
+
+    /// The argument of `min_of`/`max_of`: a value that differs by member — a query
+    /// joined member for member with the routed family, or a scored value (E6).
+    fn probe(
+        &mut self,
+        function: &str,
+        arg: &ast::Expr,
+        owner: Option<Owner<'_>>,
+    ) -> Option<Probe> {
+        if let ExprKind::Call(g, gargs) = &arg.kind {
+            if Scored::from_name(&g.name).is_some() {
+                if let [a] = gargs.as_slice() {
+                    self.scored_family(g, a, owner)?;
+                    return Scored::from_name(&g.name).map(Probe::Scored);
+                }
+            } else if let (Some(kind), [a]) = (QueryKind::from_name(&g.name), gargs.as_slice()) {
+                let target = self.query_target(kind, a, owner)?;
+                if matches!(
+                    target,
+                    QueryTarget::Pool(_, Member::Same) | QueryTarget::Stage(_, Member::Same)
+                ) {
+                    return Some(Probe::Query(Query { kind, target }));
+                }
+            }
+        }
+        self.error(errors::over_argument(function, arg.span));
+        None
     }
 
     fn query_target(

@@ -24,7 +24,7 @@ use crate::Options;
 use crate::diag::Diagnostic;
 use crate::ir::{
     self, Attr, AttrId, Evict, Layout, Limit, LinkStage, NamedValue, Pool, PreemptMode, Program,
-    QueuePolicy, QueueTie, Requeue, Session, SiteExpr, Stage, StepStage, Var,
+    QueuePolicy, QueueTie, Requeue, Route, Session, SiteExpr, Stage, StepStage, Var,
 };
 use crate::syntax::Span;
 use crate::syntax::ast::{
@@ -364,6 +364,7 @@ impl<'a> Checker<'a> {
             .collect();
         let pools: Vec<Pool> = (0..self.pools.len()).map(|i| self.build_pool(i)).collect();
         self.check_spill_cycles(&pools);
+        self.check_route_entry(&pools);
         let mut values = Vec::new();
         for (i, d) in self.consts.iter().enumerate() {
             if let ValueState::Done(v) = self.const_state[i] {
@@ -546,6 +547,7 @@ impl<'a> Checker<'a> {
             queue_layout: Layout::default(),
             entry_layout: Layout::default(),
             resident_layout: Layout::default(),
+            route: None,
         };
         let mut queue_b = SiteBuilder::new(Site::Queue);
         let mut entry_b = SiteBuilder::new(Site::Evict);
@@ -553,6 +555,8 @@ impl<'a> Checker<'a> {
         let mut seen: Vec<(&'static str, Span)> = Vec::new();
         // The span of a `preempt lifo` or `preempt by`, for K3.
         let mut victim_span = None;
+        // The span of `route by`, for R22.
+        let mut route_span = None;
         for opt in &decl.options {
             let key = match &opt.kind {
                 PoolOptionKind::Cap(_) => "cap",
@@ -565,6 +569,7 @@ impl<'a> Checker<'a> {
                 PoolOptionKind::QueueFifo | PoolOptionKind::QueueBy(_) => "queue",
                 PoolOptionKind::AdmitVia(_) => "admit via",
                 PoolOptionKind::Spill(_) => "spill",
+                PoolOptionKind::Route(_) => "route",
             };
             if let Some((_, first)) = seen.iter().find(|(k, _)| *k == key) {
                 self.error(errors::repeated_option(key, *first, opt.span));
@@ -606,6 +611,17 @@ impl<'a> Checker<'a> {
                 PoolOptionKind::Spill(spill) => {
                     pool.spill = self.spill(i, spill, &mut entry_b, owner)
                 }
+                PoolOptionKind::Route(r) => {
+                    pool.route = self.route(r, owner);
+                    route_span = Some(opt.span);
+                }
+            }
+        }
+        if let Some(span) = route_span {
+            if pool.admit_via.is_none() {
+                self.error(errors::route_not_entry(&decl.name.name, span));
+            } else if count == 1 {
+                self.error(errors::route_one_member(&decl.name.name, span));
             }
         }
         if let (Some((how, span)), None) = (victim_span, &pool.admit_via) {
@@ -631,6 +647,70 @@ impl<'a> Checker<'a> {
         }
         pool.resident_layout = layout;
         pool
+    }
+
+    /// `route by (keys) [every T] [remember N];` (R22–R24), its keys on their own
+    /// site (a row per member); `None` when an error was reported.
+    fn route(&mut self, r: &ast::RouteClause, owner: Owner<'_>) -> Option<Route> {
+        let mut b = SiteBuilder::new(Site::Route);
+        let mut keys = self.lower_keys(&r.keys, &mut b, owner);
+        let (layout, remap) = b.finish();
+        keys.iter_mut().for_each(|k| remap.apply(&mut k.expr));
+        let every = match &r.every {
+            Some(e) => {
+                let v = self.eval_const_expr(e)?;
+                if !(v.is_finite() && v >= 0.0) {
+                    self.error(errors::bad_value(
+                        "`every`",
+                        "a finite number of seconds ≥ 0",
+                        v,
+                        e.span,
+                    ));
+                    return None;
+                }
+                Some(v)
+            }
+            None => None,
+        };
+        let remember = match &r.remember {
+            Some(e) => match self.limit(e, "`remember`", Inf::Refused)? {
+                Limit::Finite(n) => n,
+                Limit::Unbounded => return None,
+            },
+            None => ir::DEFAULT_REMEMBER,
+        };
+        (keys.len() == r.keys.len()).then_some(Route {
+            keys,
+            layout,
+            every,
+            remember,
+        })
+    }
+
+    /// R22: a spec that routes has one entry family, the routed one.
+    fn check_route_entry(&mut self, pools: &[Pool]) {
+        let routed = pools.iter().position(|p| p.route.is_some());
+        let Some(r) = routed else { return };
+        let decl = self.pools[r];
+        let Some(span) = decl
+            .options
+            .iter()
+            .find(|o| matches!(o.kind, PoolOptionKind::Route(_)))
+            .map(|o| o.span)
+        else {
+            return;
+        };
+        for (j, p) in pools.iter().enumerate() {
+            if j != r && p.admit_via.is_some() {
+                let other = self.pools[j].name.clone();
+                self.error(errors::route_other_entry(
+                    &decl.name.name,
+                    span,
+                    &other.name,
+                    other.span,
+                ));
+            }
+        }
     }
 
     /// R21: a `queue by` list whose last key is the bare name `id` (when nothing is

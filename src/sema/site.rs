@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::ir::{Expr, Input, Layout, Read, ReadSet, Slot, Var};
+use crate::ir::{Expr, Input, Layout, Member, QueryTarget, Read, ReadSet, Slot, Var};
 
 /// The kinds of expression site of the S1 table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub enum Site {
     SpillWork,
     SpillPred,
     Time,
+    /// `route by` keys (R22): a row per member of the routed family.
+    Route,
 }
 
 impl Site {
@@ -31,6 +33,7 @@ impl Site {
             Site::SpillWork => "spill work",
             Site::SpillPred => "spill predicates",
             Site::Time => "stage time",
+            Site::Route => "route keys",
         }
     }
 
@@ -52,18 +55,26 @@ impl Site {
                 "constants; `size`, `age`, `last`, `waiting`, `units`; the entry's session attributes"
             }
             Site::Time => "constants; `tokens`, `prefill`, `decode`, `residents`, `context`",
+            Site::Route => {
+                "constants; session attributes; `member`; `now`; queries; `hit`, `tier_hit`, `routed` of the routed family; `min_of`, `max_of`"
+            }
         }
     }
 
     pub fn reads_attrs(self) -> bool {
         matches!(
             self,
-            Site::Queue | Site::Evict | Site::Preempt | Site::SpillWork | Site::SpillPred
+            Site::Queue
+                | Site::Evict
+                | Site::Preempt
+                | Site::SpillWork
+                | Site::SpillPred
+                | Site::Route
         )
     }
 
     pub fn reads_queries(self) -> bool {
-        matches!(self, Site::Queue | Site::Preempt)
+        matches!(self, Site::Queue | Site::Preempt | Site::Route)
     }
 
     pub fn reads_var(self, v: Var) -> bool {
@@ -75,6 +86,7 @@ impl Site {
             Site::Preempt => matches!(v, Units | Computed | Admitted | Now),
             Site::SpillWork | Site::SpillPred => matches!(v, Size | Age | Last | Waiting | Units),
             Site::Time => matches!(v, Tokens | Prefill | Decode | Residents | Context),
+            Site::Route => matches!(v, Now | Member),
         }
     }
 
@@ -82,6 +94,18 @@ impl Site {
     /// (one per record). Per-moment values are context; per-record values are row.
     fn in_ctx(self, input: Input) -> bool {
         match input {
+            // At the route site a row is a member: what differs between members (a
+            // query joined member for member, what it would hit, its index) is in
+            // the row; the session's attributes are the same for every member.
+            Input::Query(q) if self == Site::Route => {
+                matches!(
+                    q.target,
+                    QueryTarget::Pool(_, Member::Index(_))
+                        | QueryTarget::Stage(_, Member::Index(_))
+                )
+            }
+            Input::Attr(_) | Input::Over(..) => self == Site::Route,
+            Input::Scored(_) | Input::Var(Var::Member) => false,
             Input::Query(_) => true,
             Input::Var(Var::Now) => true,
             // A hold's `units` is per record at the queue and resident sites, the

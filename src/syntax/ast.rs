@@ -147,6 +147,18 @@ pub enum PoolOptionKind {
     QueueBy(Vec<Expr>),
     AdmitVia(Ident),
     Spill(SpillClause),
+    /// `route by (keys) [every T] [remember N];` (R22–R24).
+    Route(RouteClause),
+}
+
+/// `route by (keys) [every T] [remember N];` on an entry pool family (R22): the keys
+/// score each member for an arriving session; `every` the staleness of the load
+/// queries (R23); `remember` the router's own prefix index, in blocks (R24).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouteClause {
+    pub keys: Vec<Expr>,
+    pub every: Option<Expr>,
+    pub remember: Option<Expr>,
 }
 
 /// `spill TIER via LINK (work) when (pred);`

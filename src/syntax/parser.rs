@@ -680,7 +680,7 @@ fn pool_decl(i: Tokens<'_>) -> PResult<'_, PoolDecl> {
         family_header("after `pool`", "after the pool name"),
         many0(pool_option),
         label(
-            "a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`) or `}`",
+            "a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`) or `}`",
             punct(Punct::RBrace, "`}`"),
         ),
     ))
@@ -783,8 +783,42 @@ fn pool_option(i: Tokens<'_>) -> PResult<'_, PoolOption> {
         queue,
         admit,
         spill,
+        route,
     ))
     .parse(i)
+}
+
+/// `route by (keys) [every T] [remember N];` (R22–R24).
+fn route(i: Tokens<'_>) -> PResult<'_, PoolOption> {
+    let (i, start) = keyword("route")(i)?;
+    let (i, keys) = cut(context("after `route`", label("`by`", key_list))).parse(i)?;
+    let (i, every) = opt(|i| {
+        let (i, _) = keyword("every")(i)?;
+        cut(context("after `every`", expression)).parse(i)
+    })
+    .parse(i)?;
+    let (i, remember) = opt(|i| {
+        let (i, _) = keyword("remember")(i)?;
+        cut(context("after `remember`", expression)).parse(i)
+    })
+    .parse(i)?;
+    let (i, end) = cut(context(
+        "after the `route` option",
+        label("`every`, `remember` or `;`", semi()),
+    ))
+    .parse(i)?;
+    let kind = PoolOptionKind::Route(RouteClause {
+        keys,
+        every,
+        remember,
+    });
+    Ok((
+        i,
+        PoolOption {
+            kind,
+            span: start.to(end),
+        },
+    ))
 }
 
 /// `word choice;` where `choice` is one of a few fixed forms.

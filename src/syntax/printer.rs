@@ -106,6 +106,17 @@ fn pool_option(kind: &PoolOptionKind) -> String {
             print_expr(&s.work),
             print_expr(&s.pred)
         ),
+        PoolOptionKind::Route(r) => {
+            let mut out = format!("route by ({})", list(&r.keys));
+            if let Some(e) = &r.every {
+                out.push_str(&format!(" every {}", print_expr(e)));
+            }
+            if let Some(e) = &r.remember {
+                out.push_str(&format!(" remember {}", print_expr(e)));
+            }
+            out.push(';');
+            out
+        }
     }
 }
 
@@ -257,6 +268,11 @@ pub fn erase_spans(spec: &mut Spec) {
                             erase_ident(&mut s.link);
                             erase_expr_spans(&mut s.work);
                             erase_expr_spans(&mut s.pred);
+                        }
+                        PoolOptionKind::Route(r) => {
+                            r.keys.iter_mut().for_each(erase_expr_spans);
+                            r.every.iter_mut().for_each(erase_expr_spans);
+                            r.remember.iter_mut().for_each(erase_expr_spans);
                         }
                         PoolOptionKind::EvictLru
                         | PoolOptionKind::PreemptNone

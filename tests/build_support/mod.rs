@@ -61,8 +61,10 @@ pub fn repo() -> PathBuf {
 
 /// Every examples/*.pool with its text, sorted by path.
 pub fn examples() -> Vec<(PathBuf, String)> {
-    let mut out: Vec<(PathBuf, String)> = std::fs::read_dir(repo().join("examples"))
-        .expect("examples/ exists")
+    // The fleets (examples/fleet/) carry the route keys (R22) into every equality.
+    let mut out: Vec<(PathBuf, String)> = ["examples", "examples/fleet"]
+        .into_iter()
+        .flat_map(|d| std::fs::read_dir(repo().join(d)).expect("examples/ exists"))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "pool"))
         .map(|p| {
@@ -174,7 +176,9 @@ fn site(expr: Expr, layout: &Layout) -> SiteExpr {
                     Input::Attr(a) => Read::Attr(a),
                     Input::Var(v) => Read::Var(v),
                     Input::Query(q) => Read::Query(q),
-                    Input::Enqueued => panic!("the corpus layout has no `enqueued`"),
+                    Input::Enqueued | Input::Scored(_) | Input::Over(..) => {
+                        panic!("the corpus layout has no `{input:?}`")
+                    }
                 });
             }
             Expr::Unary(_, x) => walk(x, layout, out),
@@ -304,6 +308,8 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             queue_layout: layout.clone(),
             entry_layout: layout.clone(),
             resident_layout: layout.clone(),
+            // The corpus's families have one member; the fleets route (examples()).
+            route: None,
         });
     }
     Program {

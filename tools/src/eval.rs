@@ -1,6 +1,6 @@
 //! The library side of `poolc eval`: evaluates the expressions of one site of one
-//! pool (its queue keys, evict keys, spill `when` predicate or spill `work`, or a
-//! stage's `time`) on inputs named as the source names them, with the JIT or the
+//! pool (its queue keys, evict keys, preempt keys, route keys, spill `when` predicate or
+//! spill `work`, or a stage's `time`) on inputs named as the source names them, with the JIT or the
 //! reference interpreter, so that a person can check a policy by hand and the two
 //! backends can be compared from the command line. It builds the row and ctx from
 //! the site's slot layout; it never prints ([`render`] formats each value with
@@ -46,16 +46,19 @@ pub enum Site {
     Work,
     /// A stage's `time (…)`; the name given is a stage's.
     Time,
+    /// `route by (…)` (R22): one value per key for one member, on the route layout.
+    Route,
 }
 
 impl Site {
-    pub const ALL: [Site; 6] = [
+    pub const ALL: [Site; 7] = [
         Site::Queue,
         Site::Evict,
         Site::Preempt,
         Site::Pred,
         Site::Work,
         Site::Time,
+        Site::Route,
     ];
 
     pub fn name(self) -> &'static str {
@@ -66,6 +69,7 @@ impl Site {
             Site::Pred => "pred",
             Site::Work => "work",
             Site::Time => "time",
+            Site::Route => "route",
         }
     }
 
@@ -131,7 +135,7 @@ impl fmt::Display for EvalError {
             }
             EvalError::UnknownSite(s) => write!(
                 f,
-                "unknown site `{s}`; expected one of queue, evict, preempt, pred, work, time"
+                "unknown site `{s}`; expected one of queue, evict, preempt, pred, work, time, route"
             ),
             EvalError::SiteAbsent { pool, site, why } => {
                 write!(f, "pool `{pool}` has no {} expressions: {why}", site.name())
@@ -245,6 +249,7 @@ impl SiteRef {
                 Err(absent("it preempts by no keys (`preempt none` or `lifo`)"))
             }
             Site::Pred | Site::Work if pool.spill.is_none() => Err(absent("it does not spill")),
+            Site::Route if pool.route.is_none() => Err(absent("it has no `route by`")),
             _ => Ok(SiteRef::Pool(id, site)),
         }
     }
@@ -268,6 +273,10 @@ impl SiteRef {
                     },
                     (Site::Pred, _, _) => (&pool.entry_layout, std::slice::from_ref(&spill().pred)),
                     (Site::Work, _, _) => (&pool.entry_layout, std::slice::from_ref(&spill().work)),
+                    (Site::Route, _, _) => match &pool.route {
+                        Some(r) => (&r.layout, r.keys.as_slice()),
+                        None => unreachable!("SiteRef::find admits only sites the pool has"),
+                    },
                     _ => unreachable!("SiteRef::find admits only sites the pool has"),
                 }
             }
@@ -286,6 +295,7 @@ impl SiteRef {
                     Site::Preempt => policy.preempt.as_ref().expect(missing).key(i, row, ctx),
                     Site::Pred => policy.spill.as_ref().expect(missing).pred(row, ctx),
                     Site::Work => policy.spill.as_ref().expect(missing).work(row, ctx),
+                    Site::Route => policy.route.as_ref().expect(missing).key(i, row, ctx),
                     Site::Time => unreachable!("a pool site is never Time"),
                 }
             }
@@ -300,6 +310,8 @@ enum Name {
     Var(Var),
     /// A query, by kind, target declaration and explicit member (`None`: no index).
     Query(QueryKind, TargetName, Option<u32>),
+    /// A route input written as the source writes it (`hit(kv)`, `min_of(queued(kv))`).
+    Route(Input),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -364,6 +376,7 @@ impl Given {
             Input::Var(Var::Last) => self.last,
             Input::Var(v) => self.values.get(&Name::Var(v)).copied(),
             Input::Enqueued => self.enqueued,
+            Input::Scored(_) | Input::Over(..) => self.values.get(&Name::Route(input)).copied(),
             Input::Query(q) => self
                 .values
                 .iter()
@@ -485,6 +498,18 @@ fn resolve(program: &Program, name: &str) -> Result<Name, EvalError> {
     }
     if let Some(v) = Var::from_name(name) {
         return Ok(Name::Var(v));
+    }
+    let route_inputs = program
+        .pools
+        .iter()
+        .filter_map(|p| p.route.as_ref())
+        .flat_map(|r| r.layout.row.iter().chain(&r.layout.ctx));
+    for &input in route_inputs {
+        if matches!(input, Input::Scored(_) | Input::Over(..))
+            && ir::input_name(program, input) == name
+        {
+            return Ok(Name::Route(input));
+        }
     }
     parse_query(program, name).ok_or_else(|| EvalError::UnknownInput(name.to_string()))
 }

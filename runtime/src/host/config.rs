@@ -7,9 +7,9 @@
 use std::fmt;
 use std::io;
 
-use crate::config::{PoolConfig, StageRef};
+use crate::config::{PoolConfig, Query, QueryKind, StageRef};
 use crate::error::Error;
-use crate::policy::StagePolicy;
+use crate::policy::{KeyList, StagePolicy};
 use crate::trace::TraceError;
 use crate::types::Limit;
 
@@ -123,6 +123,66 @@ pub struct PoolDecl {
     pub members: Vec<PoolMember>,
 }
 
+/// What route keys read of the member being scored (R22, R24).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Scored {
+    /// The units of the session's prompt the member's cache would hit now (R11).
+    Hit,
+    /// The units right after `Hit` that the member's spill tier holds (R12).
+    TierHit,
+    /// The units of the prompt the router's own index holds for the member (R24).
+    Routed,
+}
+
+/// A per-member value of the member being scored: a query on member `m` of a family
+/// joined member for member with the routed one (K1), or a scored value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Probe {
+    /// A query on member `m` of this pool declaration (by index).
+    Pool(QueryKind, u32),
+    /// A query on member `m` of this stage declaration.
+    Stage(QueryKind, u32),
+    Scored(Scored),
+}
+
+/// `min_of` or `max_of` over the members (R22).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Extreme {
+    Min,
+    Max,
+}
+
+/// What one slot of the route site holds: rows are members, the ctx the session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteInput {
+    /// Ctx: a session attribute by index.
+    Attr(u32),
+    /// Ctx: the simulation time.
+    Now,
+    /// Row: the index of the member being scored.
+    Member,
+    /// Ctx: a query on one fixed member.
+    Query(Query),
+    /// Row: a value of the member being scored.
+    Probe(Probe),
+    /// Ctx: the least or greatest of a value over the members.
+    Over(Extreme, Probe),
+}
+
+/// `route by (keys) [every T] [remember N]` on the entry family `pool` (R22–R24).
+#[derive(Clone, Debug)]
+pub struct RouteConfig {
+    /// The routed family's declaration index: the only entry family.
+    pub pool: u32,
+    pub keys: KeyList,
+    pub row: Vec<RouteInput>,
+    pub ctx: Vec<RouteInput>,
+    /// Seconds between refreshes of the load queries (R23); `None`: live.
+    pub every: Option<f64>,
+    /// Blocks per member the router's prefix index keeps (R24).
+    pub remember: u64,
+}
+
 /// Everything a host is built from. Declarations are in spec order: K4's
 /// "declaration order" is the order of `pools`.
 #[derive(Clone, Debug, Default)]
@@ -130,6 +190,8 @@ pub struct HostConfig {
     pub attrs: Vec<AttrSpec>,
     pub stages: Vec<StageDecl>,
     pub pools: Vec<PoolDecl>,
+    /// `route by` (R22); `None`: serial mod the entry members (docs/HOST.md).
+    pub route: Option<RouteConfig>,
 }
 
 /// Why a host could not be built or a run could not go on.

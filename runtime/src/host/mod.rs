@@ -18,8 +18,8 @@ mod series;
 mod sim;
 
 pub use config::{
-    AttrSpec, HostConfig, HostError, IterTime, LinkConfig, PoolDecl, PoolMember, StageDecl,
-    StageKind, StepConfig, TimeVar,
+    AttrSpec, Extreme, HostConfig, HostError, IterTime, LinkConfig, PoolDecl, PoolMember, Probe,
+    RouteConfig, RouteInput, Scored, StageDecl, StageKind, StepConfig, TimeVar,
 };
 pub use log::JsonLog;
 pub use observe::{Admitted, HostEvent, Iteration, Latency, Observer, PoolEvent, PoolEventKind};

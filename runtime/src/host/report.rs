@@ -156,6 +156,13 @@ pub struct PoolReport {
     /// Allocated plus cached units.
     pub peak_used: u64,
     pub mean_used: f64,
+    /// In a fleet (several entry members): the TTFT of the sessions routed to this
+    /// member, from a bounded sketch (docs/HOST.md, "Percentiles"); `None` elsewhere.
+    pub ttft: Option<Percentiles>,
+    /// In a fleet: the busy fraction of the step members that admit this member
+    /// (their busy seconds over theirs in all, of the simulated time); `None`
+    /// elsewhere.
+    pub busy_fraction: Option<f64>,
 }
 
 /// One step-stage member's figures.
@@ -281,6 +288,22 @@ impl Report {
                 p.peak_used,
                 p.mean_used,
                 p.cap.map_or("inf".to_string(), |c| c.to_string())
+            );
+        }
+        for p in self.pools.iter().filter(|p| p.ttft.is_some()) {
+            let t = p.ttft.unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "member {:<8} {} sessions, hit {}, tier {}, {} preemptions, busy {}, ttft p50 {} \
+                 p99 {}",
+                p.name,
+                p.sessions,
+                pct(p.hit_rate),
+                pct(p.tier_hit_rate),
+                p.preemptions,
+                pct(p.busy_fraction),
+                ms(t.p50),
+                ms(t.p99)
             );
         }
         for st in &self.stages {

@@ -6,7 +6,7 @@
 
 use crate::config::QueryKind;
 use crate::event::{Counters, Notice, Record};
-use crate::types::{BlockId, BlockKey, Limit, SessionId, Units};
+use crate::types::{BlockId, BlockKey, Header, Limit, SessionId, Units};
 
 use super::{EntryInfo, HoldInfo, Pool};
 
@@ -46,6 +46,22 @@ impl Pool {
     /// (cached blocks are evicted for them, R6): grows needing that many fit (R13).
     pub fn can_allocate(&self, blocks: u64) -> bool {
         self.fits(blocks)
+    }
+
+    /// The units a hold with `header` would hit if admitted now (R4, R7, R11): the
+    /// leading blocks of its chain with a present copy, held or cached, within its
+    /// hit limit. A read of the block table only: it walks the chain's keys in the
+    /// identity index and never touches the cache's order (route keys' `hit`, R22).
+    pub fn would_hit(&self, header: &Header) -> Units {
+        Units(super::hits::hit_counts(&self.store, header, self.block).0 * self.block)
+    }
+
+    /// The units right after the first `from` units of `header`'s chain that this
+    /// pool, as a tier, holds (R12's tier hit; route keys' `tier_hit`, R22). `from`
+    /// is a whole number of blocks of the same size (a spilling pool's hit).
+    pub fn would_hit_after(&self, header: &Header, from: Units) -> Units {
+        let from = from.blocks_down(self.block);
+        Units(super::tier::tier_run(&self.store, header, from, self.block) * self.block)
     }
 
     /// The latest time an operation was given (−inf before the first).

@@ -179,6 +179,8 @@ impl Backends {
                 // The bench never grows a hold, so preempt keys never run.
                 preempt: policy.preempt.clone(),
                 spill: policy.spill.clone(),
+                // The bench admits into one pool: nothing is routed.
+                route: policy.route.clone(),
             }),
             _ => None,
         };

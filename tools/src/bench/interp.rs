@@ -195,5 +195,7 @@ pub(super) fn policy(cp: &ir::Pool, policy: &PoolPolicy) -> Result<PoolPolicy, B
         // The bench never grows a hold, so preempt keys stay compiled.
         preempt: policy.preempt.clone(),
         spill,
+        // The bench admits into one pool: nothing is routed.
+        route: policy.route.clone(),
     })
 }

@@ -16,9 +16,11 @@ use super::super::config::{
     HostConfig, HostError, IterTime, LinkConfig, PoolDecl, StageDecl, StageKind, StepConfig,
     member_name,
 };
+use super::super::percentile::Latencies;
 use super::super::report::Samples;
 use super::links::LinkMember;
 use super::progress::Guard;
+use super::route::Router;
 use super::session::{PoolQ, Shared, StageIdx, StageQ, attr_sources, bind};
 use super::step::StepMember;
 use super::table::{Table, Window};
@@ -122,6 +124,27 @@ impl<'w> Host<'w> {
         };
         resolve_joins(joins, &shared, &mut info, &mut steps)?;
         let entries = entry_pools(&info)?;
+        if entries.len() > 1 {
+            for &p in &entries {
+                info[p].ttft = Latencies::sketch();
+            }
+        }
+        let router = match config.route {
+            None => None,
+            Some(c) => {
+                let members = shared
+                    .pool_flat
+                    .get(c.pool as usize)
+                    .cloned()
+                    .unwrap_or_default();
+                if members.len() < 2 || members != entries {
+                    return Err(config_err(
+                        "a route must be over the only entry family, of two members or more (R22)",
+                    ));
+                }
+                Some(Router::new(c, members)?)
+            }
+        };
         shared.keep_attrs = pools
             .keys()
             .any(|p| info[p].is_tier && pools[p].snapshots_attrs());
@@ -145,6 +168,7 @@ impl<'w> Host<'w> {
             links,
             shared,
             entries,
+            router,
             events: BinaryHeap::new(),
             seq: 0,
             next_arrival: SessionId(0),

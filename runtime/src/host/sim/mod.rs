@@ -24,6 +24,7 @@ mod ahead;
 mod build;
 mod links;
 mod progress;
+mod route;
 mod session;
 mod step;
 mod summary;
@@ -44,6 +45,7 @@ use super::RunOptions;
 use super::config::{AttrSpec, HostError};
 use super::log::JsonLog;
 use super::observe::{HostEvent, Iteration, Latency, Observer, PoolEvent, PoolEventKind};
+use super::percentile::Latencies;
 use super::report::Samples;
 use super::report::{Occupancy, Report};
 use links::LinkMember;
@@ -73,6 +75,9 @@ struct PoolInfo {
     spills_skipped: u64,
     allocated: Occupancy,
     used: Occupancy,
+    /// A fleet's entry member: the TTFT of the sessions routed here (a sketch);
+    /// `Unkept` elsewhere.
+    ttft: Latencies,
 }
 
 impl PoolInfo {
@@ -97,6 +102,7 @@ impl PoolInfo {
             spills_skipped: 0,
             allocated: Occupancy::default(),
             used: Occupancy::default(),
+            ttft: Latencies::Unkept,
         }
     }
 }
@@ -250,8 +256,10 @@ pub struct Host<'w> {
     steps: Table<StepIx, StepMember>,
     links: Table<LinkIx, LinkMember>,
     shared: Shared,
-    /// Pool members sessions are routed to, round-robin by serial.
+    /// Pool members sessions are routed to, round-robin by serial unless routed.
     entries: Vec<PoolIx>,
+    /// `route by` (R22): chooses the entry member at arrival instead.
+    router: Option<route::Router>,
     events: BinaryHeap<Ev>,
     seq: u64,
     next_arrival: SessionId,

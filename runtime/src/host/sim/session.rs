@@ -32,7 +32,8 @@ pub(super) struct Sess {
     pub(super) arrival: f64,
     pub(super) prompt: u64,
     pub(super) output: u64,
-    /// The entry pool member it is routed to, round-robin by serial.
+    /// The entry pool member it is routed to: round-robin by serial, or by the
+    /// route keys at its arrival (R22).
     pub(super) pool: PoolIx,
     pub(super) state: State,
     pub(super) generated: u64,
@@ -340,6 +341,18 @@ impl<'w> Host<'w> {
     /// Session `s` arrives at its entry pool member (fixed when it was bound),
     /// refused if it could never finish there, else queued (R5 may still refuse it).
     pub(super) fn arrive(&mut self, s: SessionId, io: &mut Io<'_>) -> Result<(), HostError> {
+        let chain = self.chain(s)?;
+        let prompt = self.shared.sess[s].prompt;
+        let header = Header {
+            units: Units(prompt),
+            reserve: Units(prompt),
+            chain,
+            max_hit: Some(Units(prompt - 1)),
+        };
+        if self.router.is_some() {
+            let p = self.route(s, &header);
+            self.shared.sess[s].pool = p;
+        }
         let p = self.shared.sess[s].pool;
         let info = &mut self.info[p];
         info.sessions += 1;
@@ -371,13 +384,6 @@ impl<'w> Host<'w> {
             self.done_one(io);
             return Ok(());
         }
-        let chain = self.chain(s)?;
-        let header = Header {
-            units: Units(prompt),
-            reserve: Units(prompt),
-            chain,
-            max_hit: Some(Units(prompt - 1)),
-        };
         let r = self.pools[p]
             .enqueue(self.now, s, header, &self.shared)
             .map_err(self.engine(p))?;

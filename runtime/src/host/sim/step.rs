@@ -552,6 +552,8 @@ impl Host<'_> {
             x.caught_up = true;
             let moment = if x.first_token.is_nan() {
                 x.first_token = t;
+                // A fleet's report gives each entry member its own TTFT (R22).
+                self.info[p].ttft.push(t - x.arrival);
                 Latency::FirstToken {
                     session: s,
                     ttft: t - x.arrival,

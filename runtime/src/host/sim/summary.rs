@@ -3,6 +3,7 @@
 //! the report's [`super::Samples`]. It reads the host's state once, at the end, and
 //! changes nothing a replay decides.
 
+use super::super::percentile::Latencies;
 use super::super::report::{LinkReport, PoolReport, Report, StageReport, ratio};
 use super::Host;
 
@@ -18,7 +19,15 @@ impl Host<'_> {
             sessions: self.shared.sess.end(),
             ..Report::default()
         };
-        for (p, info) in self.info.keys().zip(self.info.iter()) {
+        let ttfts: Vec<_> = self
+            .info
+            .iter_mut()
+            .map(|i| match i.ttft {
+                Latencies::Unkept => None,
+                ref mut l => Some(l.percentiles()),
+            })
+            .collect();
+        for ((p, info), ttft) in self.info.keys().zip(self.info.iter()).zip(ttfts) {
             let c = self.pools[p].counters();
             // A tier's hit rate: units first admissions loaded from it, over the
             // prompt units of first admissions into the pools that spill into it.
@@ -68,6 +77,14 @@ impl Host<'_> {
                 mean_allocated: info.allocated.mean(end),
                 peak_used: info.used.peak(),
                 mean_used: info.used.mean(end),
+                busy_fraction: match (&ttft, info.served_by.is_empty(), end > 0.0) {
+                    (Some(_), false, true) => {
+                        let busy: f64 = info.served_by.iter().map(|&m| self.steps[m].busy).sum();
+                        Some(busy / (info.served_by.len() as f64 * end))
+                    }
+                    _ => None,
+                },
+                ttft,
             });
         }
         r.finished = self.finished;
