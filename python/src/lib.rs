@@ -202,7 +202,7 @@ impl Spec {
     }
 
     /// The IR facts a Python host checks a spec against: per pool its name, family
-    /// size, `cap` (None: inf), `block`, whether it spills, its `admit via` stage,
+    /// size, `cap` (None: inf), `block`, whether it spills and routes, its `admit via` stage,
     /// and its queue, evict, preempt and requeue modes; per stage its name, family
     /// size, kind, `budget`, `seats` and `chunk` (None: inf, or a link).
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -220,6 +220,8 @@ impl Spec {
             d.set_item("cap", limit(pool.cap))?;
             d.set_item("block", pool.block_units())?;
             d.set_item("spill", pool.spill.is_some())?;
+            // R22: whether sessions are routed between the family's members.
+            d.set_item("route", pool.route.is_some())?;
             d.set_item(
                 "admit_via",
                 pool.admit_via.map(|j| p.stage(j.target).name.clone()),

@@ -96,6 +96,15 @@ def test_set_overrides_a_param_as_the_cli_does(cli):
         ("examples/vllm.pool", "engine", "time", {"prefill": 300, "decode": 8}, None),
         # vLLM's priority victim keys (R18): (-priority, -arrival).
         ("examples/vllm_priority.pool", "kv", "preempt", {"priority": 2, "arrival": 9}, -2.0),
+        # a fleet's route keys (R22), one member's row: Dynamo's cost is
+        # (300 − 64 − 0.75 · 32) / 16 + 1600 / 16 = 13.25 + 100.
+        (
+            "examples/fleet/dynamo.pool",
+            "kv",
+            "route",
+            {"prompt": 300, "hit(kv)": 64, "tier_hit(kv)": 32, "used(kv)": 1600},
+            113.25,
+        ),
     ],
 )
 def test_eval_is_what_poolc_eval_prints(cli, example, pool, site, inputs, first):

@@ -38,7 +38,10 @@ def test_run_equals_the_cli_on_a_bundled_trace(cli, trace):
     assert got["finished"] > 0
 
 
-@pytest.mark.parametrize("example", ["examples/tiered.pool", "examples/replicas.pool"])
+@pytest.mark.parametrize(
+    "example",
+    ["examples/tiered.pool", "examples/replicas.pool", "examples/fleet/llm_d.pool", "examples/fleet/llm_d_approx.pool"],
+)
 def test_run_equals_the_cli_on_a_synthetic_workload(cli, example):
     want = cli_report(cli, example, "--synthetic", "3000", "--seed", "7")
     got = py_report(poolc.compile(example), synthetic=3000, seed=7)

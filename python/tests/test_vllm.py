@@ -206,6 +206,7 @@ def test_settings_come_from_additional_config_or_the_environment(monkeypatch):
         ("pool kv { preempt none; admit via e; }", "preempt none"),
         ("pool kv { preempt lifo; evict by (waiting); admit via e; }", "waiting"),
         ("pool kv[2] { preempt lifo; admit via e; }", "family"),
+        ("pool kv[2] { preempt lifo; admit via e; route by (queued(kv)); }", "has no router"),
         ("pool t { } stage l { link; } pool kv { preempt lifo; spill t via l (1) when (1); admit via e; }", "spills"),
         ("pool kv { preempt lifo; queue by (budget_left(e)); admit via e; }", "budget_left"),
     ],

@@ -118,6 +118,16 @@ pub fn dump(p: &Program) -> String {
         if matches!(pool.evict, Evict::By(_)) || pool.spill.is_some() {
             write_layout(&mut out, p, &pool.entry_layout, "entry");
         }
+        if let Some(r) = &pool.route {
+            let every = r.every.map_or("live".to_string(), |t| format!("every {}", num(t)));
+            let _ = writeln!(
+                out,
+                "  route by (a row per member; load {every}; remembers {} blocks per member)",
+                r.remember
+            );
+            write_keys(&mut out, p, &r.keys, &r.layout, Fixedness::Hidden);
+            write_layout(&mut out, p, &r.layout, "route");
+        }
     }
     out
 }

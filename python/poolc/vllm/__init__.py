@@ -86,6 +86,13 @@ class _Policy:
         except (OSError, poolc.CompileError) as e:
             raise ConfigError(f"poolc.vllm: the spec {conf['spec']!r} does not compile: {e}") from e
         shape = self.spec.shape()
+        routed = [p["name"] for p in shape["pools"] if p["route"]]
+        if routed:
+            raise ConfigError(
+                f"poolc.vllm cannot honour pool `{routed[0]}`: `route by` chooses a replica of a "
+                "fleet, and a vLLM engine is one replica that has no router (vLLM does not route "
+                "requests; replay the fleet with `poolc run`, docs/FLEET.md)"
+            )
         steps = [s for s in shape["stages"] if s["kind"] == "step"]
         if len(steps) != 1 or steps[0]["count"] != 1:
             raise ConfigError("poolc.vllm: the spec must have exactly one step stage of one member (vLLM's engine)")
