@@ -1,4 +1,4 @@
-//! Snapshot of `poolc clif` for every example spec (insta): the Cranelift IR each pool
+//! Snapshot of `poolc clif` for every example spec, fleets included (insta): the Cranelift IR each pool
 //! and stage function is built as, before the mid-end, in the order `poolc clif`
 //! prints it. A change to lowering shows up here as a reviewable diff. This file owns
 //! only the snapshots; what the code computes is tested against the interpreter in
@@ -32,9 +32,11 @@ fn assert_snapshot_host(clif: &str) {
 
 #[test]
 fn clif_of_every_example() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut specs: Vec<_> = std::fs::read_dir(&dir)
-        .expect("examples/ exists")
+    // examples/ and the fleets of examples/fleet/ (snapshots `fleet_<name>`).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut specs: Vec<_> = ["examples", "examples/fleet"]
+        .into_iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).expect("examples/ exists"))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "pool"))
         .collect();
@@ -46,11 +48,12 @@ fn clif_of_every_example() {
             .unwrap_or_else(|d| panic!("{} does not check: {d:#?}", spec.display()));
         let clif = poolc::codegen::clif(&program, None, ClifForm::Built)
             .unwrap_or_else(|e| panic!("{}: no CLIF: {e}", spec.display()));
-        let name = spec
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("spec")
-            .to_string();
+        let stem = spec.file_stem().and_then(|s| s.to_str()).unwrap_or("spec");
+        let name = if spec.parent().is_some_and(|d| d.ends_with("fleet")) {
+            format!("fleet_{stem}")
+        } else {
+            stem.to_string()
+        };
         assert_snapshot_host(&clif);
         insta::assert_snapshot!(name, clif);
     }

@@ -1,4 +1,4 @@
-//! Snapshot of `poolc ir` for every example spec (insta): the folded values, slot
+//! Snapshot of `poolc ir` for every example spec, fleets included (insta): the folded values, slot
 //! layouts, read-sets and joins a reviewer checked by hand when the snapshot was
 //! accepted. A change to lowering shows up here as a reviewable diff.
 
@@ -8,9 +8,11 @@ use std::path::Path;
 
 #[test]
 fn ir_dump_of_every_example() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut specs: Vec<_> = std::fs::read_dir(&dir)
-        .expect("examples/ exists")
+    // examples/ and the fleets of examples/fleet/ (snapshots `fleet_<name>`).
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut specs: Vec<_> = ["examples", "examples/fleet"]
+        .into_iter()
+        .flat_map(|d| std::fs::read_dir(root.join(d)).expect("examples/ exists"))
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "pool"))
         .collect();
@@ -20,11 +22,12 @@ fn ir_dump_of_every_example() {
         let source = std::fs::read_to_string(&spec).expect("readable example");
         let program = poolc::check(&source, &poolc::Options::default())
             .unwrap_or_else(|d| panic!("{} does not check: {d:#?}", spec.display()));
-        let name = spec
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("spec")
-            .to_string();
+        let stem = spec.file_stem().and_then(|s| s.to_str()).unwrap_or("spec");
+        let name = if spec.parent().is_some_and(|d| d.ends_with("fleet")) {
+            format!("fleet_{stem}")
+        } else {
+            stem.to_string()
+        };
         insta::assert_snapshot!(name, poolc::ir::dump(&program));
     }
 }

@@ -119,7 +119,9 @@ pub fn dump(p: &Program) -> String {
             write_layout(&mut out, p, &pool.entry_layout, "entry");
         }
         if let Some(r) = &pool.route {
-            let every = r.every.map_or("live".to_string(), |t| format!("every {}", num(t)));
+            let every = r
+                .every
+                .map_or("live".to_string(), |t| format!("every {}", num(t)));
             let _ = writeln!(
                 out,
                 "  route by (a row per member; load {every}; remembers {} blocks per member)",
