@@ -175,3 +175,33 @@ fn r24_routed_reads_what_the_router_sent_and_forgets_the_least_recent() {
     // stops at its first block → routed 0 everywhere → round robin → kv[1].
     assert_eq!(members(&spec(2, &key(" remember 2")), &w), [0, 1]);
 }
+
+#[test]
+fn r22_the_round_robin_fleet_replays_byte_for_byte_as_the_fleet_without_route() {
+    // examples/fleet/round_robin.pool against itself with its `route` line removed:
+    // the same report and the same log bytes (R22: no route is `serial mod n`).
+    let path = build_support::repo().join("examples/fleet/round_robin.pool");
+    let routed = std::fs::read_to_string(&path).unwrap();
+    let line = "  route by (serial % replicas == member ? 0 : 1);\n";
+    assert!(routed.contains(line));
+    let plain = routed.replace(line, "");
+    let mut workload = trace::synthetic(1500, 3);
+    workload.scale_rate(4.0);
+    let run = |spec: &str| {
+        let c = poolc::compile(spec, &poolc::Options::default()).unwrap();
+        let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
+        let mut log = Vec::new();
+        let report = Host::new(config, &workload)
+            .unwrap()
+            .run(RunOptions {
+                log: Some(&mut log),
+                ..RunOptions::default()
+            })
+            .unwrap();
+        (report.to_text(), log)
+    };
+    let (a, b) = (run(&routed), run(&plain));
+    assert!(a.0.contains("member kv[3]"), "{}", a.0);
+    assert_eq!(a.0, b.0);
+    assert!(a.1.len() > 100_000 && a.1 == b.1, "the logs differ");
+}

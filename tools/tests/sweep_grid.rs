@@ -283,3 +283,22 @@ fn the_bundled_aging_grid_checks() {
     assert!(p.search.is_some());
     assert_eq!(p.grid.specs.len(), 3);
 }
+
+#[test]
+fn the_bundled_fleet_grid_sizes_the_fleet_from_a_param() {
+    // `replicas` sizes `kv[replicas]` and `engine[replicas]` (R22's families), and
+    // every combination with the swept prefix weight checks.
+    let p = Plan::load(
+        &root().join("examples/sweeps/fleet.toml"),
+        SearchChoice::Grid,
+    )
+    .unwrap();
+    p.check().unwrap();
+    assert!(p.search.is_some());
+    assert_eq!(p.grid.specs.len(), 3);
+    assert_eq!(
+        p.points.len(),
+        10,
+        "(1 + 1 + 3 prefix weights) × 2 fleet sizes"
+    );
+}

@@ -119,7 +119,7 @@ impl Host<'_> {
         };
         // R23: the load queries a scraping router sees, refreshed at most every T.
         if let Some(every) = r.every
-            && !(self.now - r.stale_at < every)
+            && self.now - r.stale_at >= every
         {
             r.stale_at = self.now;
             r.stale_pools.clear();
