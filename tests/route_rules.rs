@@ -118,6 +118,35 @@ fn r22_hit_scores_the_prefix_each_member_holds() {
 }
 
 #[test]
+fn r22_tier_hit_scores_what_the_spill_tier_holds_after_the_hit() {
+    // Blocks of 4, kv[i] of 4 blocks spilling every evicted block to one host tier
+    // over an instantaneous link; one seat, 1 s iterations; outputs of 1 token.
+    // s0 (prompt 12, run 7) and s1 go to kv[0] (`serial < 2 ? member`). s0 is
+    // admitted at t=0 and finishes at t=1, caching its 3 blocks b1 b2 b3. s1 (run 9,
+    // 3 blocks) is admitted at t=1: 1 block free, so b3 then b2 are evicted (tail
+    // first, R10) and written to the host (R12); b1 stays cached in kv[0]. s2
+    // (prompt 12, run 7) at t=2, hit limit 11 units = 2 blocks: kv[0] hits b1 (4
+    // units) and its tier holds b2 right after it: tier_hit 4. kv[1] hits nothing,
+    // and the tier's run from the head stops at b1, which it lacks: tier_hit 0. So
+    // the key (tier_hit(kv) == 4 ? 0 : 1, −member) sends s2 to kv[0] (0 against 1),
+    // where −member alone would pick kv[1].
+    let spec = "
+        stage engine[2] { step; seats 1; time (1); }
+        stage pcie { link; }
+        pool host { cap 1000; block 4; }
+        pool kv[2] { cap 16; block 4; admit via engine; spill host via pcie (units) when (1);
+                     route by (serial < 2 ? member : (tier_hit(kv) == 4 ? 0 : 1), -member); }
+    ";
+    let w = "{\"arrival\": 0, \"prompt\": 12, \"output\": 1, \"runs\": [[7, 12]]}
+{\"arrival\": 1, \"prompt\": 12, \"output\": 1, \"runs\": [[9, 12]]}
+{\"arrival\": 2, \"prompt\": 12, \"output\": 1, \"runs\": [[7, 12]]}
+";
+    assert_eq!(members(spec, w), [0, 0, 0]);
+    // The same with `tier_hit(kv) == 8`: no member has it, and −member picks kv[1].
+    assert_eq!(members(&spec.replace("== 4", "== 8"), w), [0, 0, 1]);
+}
+
+#[test]
 fn r22_min_max_normalise_over_the_members() {
     // llm-d's queue scorer (max − q) / (max − min), 1 when all are equal, negated.
     // t=0: s0 sees 0,0,0 → every score 1 → tie → 0. s1 sees 1,0,0 → scores 0,1,1 →
@@ -153,6 +182,16 @@ fn r23_load_queries_are_read_from_a_snapshot_at_most_every_t() {
         members(&spec(2, "route by (queued(kv));"), &w),
         [0, 1, 0, 1, 0]
     );
+    // A query on one fixed member is a load query too: `queued(kv[0])` is stale
+    // under `every` (s1 sees kv[0] empty → member 0) and live without (s1 sees s0
+    // waiting there → −member → member 1).
+    let two = [session(0.0, 8, "[]"), session(0.0, 8, "[]")].concat();
+    let fixed = "route by (queued(kv[0]) >= 1 ? -member : member)";
+    assert_eq!(
+        members(&spec(2, &format!("{fixed} every 1;")), &two),
+        [0, 0]
+    );
+    assert_eq!(members(&spec(2, &format!("{fixed};")), &two), [0, 1]);
     // `every 0` refreshes at every arrival: live.
     assert_eq!(
         members(&spec(2, "route by (queued(kv)) every 0;"), &w),
@@ -204,4 +243,39 @@ fn r22_the_round_robin_fleet_replays_byte_for_byte_as_the_fleet_without_route() 
     assert!(a.0.contains("member kv[3]"), "{}", a.0);
     assert_eq!(a.0, b.0);
     assert!(a.1.len() > 100_000 && a.1 == b.1, "the logs differ");
+}
+
+#[test]
+fn r22_every_fleet_example_replays_the_same_report_and_log_twice() {
+    // Determinism: the router's own index is a hash map, but only its LRU order (a
+    // BTreeMap) is ever iterated; nothing else of a replay depends on hash order.
+    let mut workload = trace::synthetic(800, 11);
+    workload.scale_rate(4.0);
+    let fleet = build_support::repo().join("examples/fleet");
+    let mut specs: Vec<_> = std::fs::read_dir(&fleet)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
+        .collect();
+    specs.sort();
+    assert_eq!(specs.len(), 7, "{specs:?}");
+    for spec in specs {
+        let text = std::fs::read_to_string(&spec).unwrap();
+        let run = || {
+            let c = poolc::compile(&text, &poolc::Options::default()).unwrap();
+            let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
+            let mut log = Vec::new();
+            let report = Host::new(config, &workload)
+                .unwrap()
+                .run(RunOptions {
+                    log: Some(&mut log),
+                    ..RunOptions::default()
+                })
+                .unwrap();
+            (report.to_text(), log)
+        };
+        let (a, b) = (run(), run());
+        assert_eq!(a.0, b.0, "{}", spec.display());
+        assert!(a.1 == b.1, "{}: the logs differ", spec.display());
+    }
 }

@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::config::QueryKind;
+use crate::config::{Query, QueryKind, Target};
 use crate::env::Env;
 use crate::types::{BlockKey, Header, SessionId, Units};
 
@@ -149,7 +149,7 @@ impl Host<'_> {
                     .copied()
                     .unwrap_or(f64::NAN),
                 RouteInput::Now => self.now,
-                RouteInput::Query(q) => self.shared.query(q),
+                RouteInput::Query(q) => self.fixed_query(&r, q),
                 RouteInput::Over(e, p) => {
                     let mut acc = match e {
                         Extreme::Min => f64::INFINITY,
@@ -180,6 +180,24 @@ impl Host<'_> {
         let p = r.members[m];
         self.router = Some(r);
         p
+    }
+
+    /// A query on one fixed member (`kv[2]`, a family of one): live, or from the
+    /// snapshot (R23) but for `cap`.
+    fn fixed_query(&self, r: &Router, q: Query) -> f64 {
+        if r.every.is_none() || q.kind == QueryKind::Cap {
+            return self.shared.query(q);
+        }
+        match q.target {
+            Target::Pool(p) => match self.shared.pool_index(p) {
+                Some(ix) => pool_value(r.stale_pools[ix.0 as usize], q.kind),
+                None => self.shared.query(q),
+            },
+            Target::Stage(st) => match self.shared.stage_index(st) {
+                Some(StageIdx::Step(ix)) => stage_value(r.stale_steps[ix.0 as usize], q.kind),
+                _ => self.shared.query(q),
+            },
+        }
     }
 
     /// A per-member value of member `m` (R22): live, or from the snapshot (R23).
