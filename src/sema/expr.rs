@@ -211,19 +211,23 @@ impl<'a> Checker<'a> {
             return None;
         };
         if !b.site.reads_queries() {
-            let what = format!("queries such as `{}(…)`", f.name);
-            self.error(errors::forbidden_read(
-                b.site.name(),
-                &what,
-                span,
-                b.site.may_read(),
-            ));
+            self.forbid(b, &format!("queries such as `{}(…)`", f.name), span);
             return None;
         }
         let target = self.query_target(kind, arg, owner)?;
         let q = Query { kind, target };
         b.reads.insert(Read::Query(q));
         Some(b.leaf(Input::Query(q)))
+    }
+
+    /// S1: the builder's site may not read `what`.
+    fn forbid(&mut self, b: &SiteBuilder, what: &str, span: Span) {
+        self.error(errors::forbidden_read(
+            b.site.name(),
+            what,
+            span,
+            b.site.may_read(),
+        ));
     }
 
     /// The one argument of a function only route keys may call (R22): refused at any
@@ -236,13 +240,7 @@ impl<'a> Checker<'a> {
         b: &SiteBuilder,
     ) -> Option<[&'e ast::Expr; 1]> {
         if b.site != Site::Route {
-            let what = format!("`{}(…)`", f.name);
-            self.error(errors::forbidden_read(
-                b.site.name(),
-                &what,
-                span,
-                b.site.may_read(),
-            ));
+            self.forbid(b, &format!("`{}(…)`", f.name), span);
             return None;
         }
         match args {
