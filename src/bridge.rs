@@ -7,8 +7,8 @@
 use std::fmt;
 
 use poolrt::host::{
-    AttrSpec, Extreme, HostConfig, IterTime, LinkConfig, PoolDecl, PoolMember, Probe, RouteConfig,
-    RouteInput, Scored, StageDecl, StageKind, StepConfig, TimeVar,
+    AttrSpec, Extreme, HandoffConfig, HandoffInput, HostConfig, IterTime, LinkConfig, PoolDecl,
+    PoolMember, Probe, RouteConfig, RouteInput, Scored, StageDecl, StageKind, StepConfig, TimeVar,
 };
 use poolrt::policy::{PoolPolicy, StagePolicy};
 use poolrt::{
@@ -282,6 +282,41 @@ fn route_config(
     }))
 }
 
+/// Member `member`'s handoff (R25) with its compiled work; its link resolved by K1.
+fn handoff_config(
+    program: &Program,
+    pool: usize,
+    member: u32,
+    policy: &PoolPolicy,
+) -> Result<Option<HandoffConfig>, BridgeError> {
+    let p = program.pool(PoolId(pool as u32));
+    let Some(h) = &p.handoff else {
+        return Ok(None);
+    };
+    let work = policy
+        .handoff
+        .clone()
+        .ok_or_else(|| BridgeError::Mismatch {
+            pool: p.name.clone(),
+            what: "handoff work",
+        })?;
+    let input = |i: &ir::Input| match *i {
+        ir::Input::Attr(a) => HandoffInput::Attr(a.0),
+        ir::Input::Var(Var::Units) => HandoffInput::Units,
+        other => unreachable!("ir::verify keeps {other:?} out of a handoff's layout"),
+    };
+    Ok(Some(HandoffConfig {
+        target: h.target.0,
+        link: StageRef {
+            stage: h.link.target.0,
+            member: join_member(h.link.rule, member),
+        },
+        work,
+        row: h.layout.row.iter().map(input).collect(),
+        ctx: h.layout.ctx.iter().map(input).collect(),
+    }))
+}
+
 fn query(q: ir::Query, member: u32) -> poolrt::Query {
     poolrt::Query {
         kind: query_kind(q.kind),
@@ -338,7 +373,7 @@ pub fn host_config(
         });
     }
     let mut pool_decls = Vec::new();
-    let mut route = None;
+    let mut routes = Vec::new();
     for (i, p) in program.pools.iter().enumerate() {
         let id = PoolId(i as u32);
         let policy = pools.get(i).ok_or_else(|| BridgeError::Mismatch {
@@ -354,6 +389,7 @@ pub fn host_config(
             members.push(PoolMember {
                 config: member_config(program, id, member, policy)?,
                 admit_via,
+                handoff: handoff_config(program, i, member, policy)?,
             });
         }
         pool_decls.push(PoolDecl {
@@ -361,14 +397,14 @@ pub fn host_config(
             members,
         });
         if let Some(r) = route_config(program, i, policy)? {
-            route = Some(r);
+            routes.push(r);
         }
     }
     Ok(HostConfig {
         attrs,
         stages: stage_decls,
         pools: pool_decls,
-        route,
+        routes,
     })
 }
 

@@ -145,6 +145,25 @@ fn check_program(name: &str, program: &Program, so: &Compiled, jit: &Compiled, s
             (None, None) => {}
             _ => panic!("{what}: spill functions differ"),
         }
+        match (&s.handoff, &j.handoff, &pool.handoff) {
+            (Some(s), Some(j), Some(_)) => {
+                assert_eq!(s.shape(), j.shape());
+                for _ in 0..DRAWS {
+                    let row = draw(
+                        &mut runner,
+                        &proptest::collection::vec(value(), s.shape().row),
+                    );
+                    let ctx = draw(
+                        &mut runner,
+                        &proptest::collection::vec(value(), s.shape().ctx),
+                    );
+                    let at = format!("{what} handoff on {row:?} ctx {ctx:?}");
+                    assert_bits(&at, s.work(&row, &ctx), j.work(&row, &ctx));
+                }
+            }
+            (None, None, None) => {}
+            _ => panic!("{what}: handoff functions differ"),
+        }
     }
     for (i, stage) in program.stages.iter().enumerate() {
         let (s, j) = (&so.stages()[i], &jit.stages()[i]);

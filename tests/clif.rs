@@ -32,9 +32,10 @@ fn assert_snapshot_host(clif: &str) {
 
 #[test]
 fn clif_of_every_example() {
-    // examples/ and the fleets of examples/fleet/ (snapshots `fleet_<name>`).
+    // examples/, the fleets of examples/fleet/ (snapshots `fleet_<name>`) and the
+    // disaggregated fleets of examples/disagg/ (`disagg_<name>`).
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut specs: Vec<_> = ["examples", "examples/fleet"]
+    let mut specs: Vec<_> = ["examples", "examples/fleet", "examples/disagg"]
         .into_iter()
         .flat_map(|d| std::fs::read_dir(root.join(d)).expect("examples/ exists"))
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -49,10 +50,9 @@ fn clif_of_every_example() {
         let clif = poolc::codegen::clif(&program, None, ClifForm::Built)
             .unwrap_or_else(|e| panic!("{}: no CLIF: {e}", spec.display()));
         let stem = spec.file_stem().and_then(|s| s.to_str()).unwrap_or("spec");
-        let name = if spec.parent().is_some_and(|d| d.ends_with("fleet")) {
-            format!("fleet_{stem}")
-        } else {
-            stem.to_string()
+        let name = match spec.parent().and_then(|d| d.file_name()?.to_str()) {
+            Some(dir @ ("fleet" | "disagg")) => format!("{dir}_{stem}"),
+            _ => stem.to_string(),
         };
         assert_snapshot_host(&clif);
         insta::assert_snapshot!(name, clif);

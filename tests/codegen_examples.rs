@@ -151,6 +151,23 @@ fn every_example_compiles_and_agrees_with_the_interpreter() {
                 (None, None) => {}
                 _ => panic!("{name}: spill functions do not match the IR"),
             }
+            match (&pool.handoff, &policy.handoff) {
+                (Some(h), Some(f)) => {
+                    let strategy = (
+                        proptest::collection::vec(value(), h.layout.row.len()),
+                        proptest::collection::vec(value(), h.layout.ctx.len()),
+                    );
+                    runner()
+                        .run(&strategy, |(row, ctx)| {
+                            let work = (f.work(&row, &ctx), interp::eval(&h.work.expr, &row, &ctx));
+                            prop_assert!(same(work.0, work.1), "{name} handoff {work:?}");
+                            Ok(())
+                        })
+                        .unwrap_or_else(|e| panic!("{name} handoff: {e}"));
+                }
+                (None, None) => {}
+                _ => panic!("{name}: handoff functions do not match the IR"),
+            }
         }
         for (stage, policy) in program.stages.iter().zip(c.stages()) {
             let (time, time_layout) = stage.time();

@@ -238,6 +238,38 @@ impl SpillFns {
     }
 }
 
+/// A handoff's `work` (R26): one function on the handoff's own layout (the session's
+/// attributes in the row, `units` in the ctx).
+#[derive(Clone, Debug)]
+pub struct WorkFn {
+    work: KeyFn,
+    shape: Shape,
+    code: CodeHandle,
+}
+
+impl WorkFn {
+    /// # Safety
+    /// As [`KeyList::new`].
+    pub unsafe fn new(work: KeyFn, shape: Shape, code: CodeHandle) -> WorkFn {
+        WorkFn { work, shape, code }
+    }
+
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    pub fn code(&self) -> &CodeHandle {
+        &self.code
+    }
+
+    pub fn work(&self, row: &[f64], ctx: &[f64]) -> f64 {
+        check_len("row", row, self.shape.row);
+        check_len("ctx", ctx, self.shape.ctx);
+        // SAFETY: as in `KeyList::key`.
+        unsafe { (self.work)(row.as_ptr(), ctx.as_ptr()) }
+    }
+}
+
 /// Everything compiled for one pool declaration; every member of a family shares it.
 #[derive(Clone, Debug, Default)]
 pub struct PoolPolicy {
@@ -250,6 +282,8 @@ pub struct PoolPolicy {
     pub spill: Option<SpillFns>,
     /// `route by` keys (R22), a row per member; `None` unless the family routes.
     pub route: Option<KeyList>,
+    /// A `handoff`'s work (R26); `None` unless the family hands off.
+    pub handoff: Option<WorkFn>,
 }
 
 /// Everything compiled for one stage declaration; every member of a family shares it.

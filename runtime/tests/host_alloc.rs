@@ -44,9 +44,10 @@ fn config() -> HostConfig {
                     ..PoolConfig::default()
                 },
                 admit_via: vec![StageRef::default()],
+                handoff: None,
             }],
         }],
-        route: None,
+        routes: Vec::new(),
     }
 }
 

@@ -61,6 +61,7 @@ fn tiered() -> HostConfig {
                 ..PoolConfig::default()
             },
             admit_via: vec![],
+            handoff: None,
         }],
     };
     let mut kv = kv(1, "kv", 1, 12, 4, |_| vec![sref(0, 0)]);
@@ -69,7 +70,7 @@ fn tiered() -> HostConfig {
         attrs: attrs(),
         stages: vec![step("engine", 1, engine(100, 8, None)), link("pcie", 2.0)],
         pools: vec![host, kv],
-        route: None,
+        routes: Vec::new(),
     }
 }
 

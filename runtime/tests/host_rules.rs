@@ -446,7 +446,7 @@ fn k1_families_route_sessions_round_robin_by_serial() {
         attrs: attrs(),
         stages: vec![step("engine", 2, engine(100, 8, None))],
         pools: vec![kv(0, "kv", 2, 400, 4, |i| vec![sref(0, i)])],
-        route: None,
+        routes: Vec::new(),
     };
     let w = workload((0..4).map(|_| sess(0.0, 4, 1, &[])).collect());
     let (r, _, lines) = run(c, &w);
@@ -484,7 +484,7 @@ fn k1_one_pool_served_by_a_stage_family_is_admitted_by_whichever_member_has_a_se
         attrs: attrs(),
         stages: vec![step("engine", 2, engine(100, 1, None))],
         pools: vec![kv(0, "kv", 1, 400, 4, |_| vec![sref(0, 0), sref(0, 1)])],
-        route: None,
+        routes: Vec::new(),
     };
     let w = workload((0..3).map(|_| sess(0.0, 4, 2, &[])).collect());
     let (r, _, lines) = run(c, &w);
@@ -520,9 +520,10 @@ fn an_unbounded_stage_and_pool_serve_everything_in_one_iteration() {
             members: vec![poolrt::host::PoolMember {
                 config: poolrt::PoolConfig::default(),
                 admit_via: vec![sref(0, 0)],
+                handoff: None,
             }],
         }],
-        route: None,
+        routes: Vec::new(),
     };
     let w = workload((0..5).map(|i| sess(0.0, 10 + i, 1, &[])).collect());
     let (r, _, _) = run(c, &w);

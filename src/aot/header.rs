@@ -172,6 +172,24 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
                 );
             }
         }
+        if let Some(handoff) = &pool.handoff {
+            let l = &handoff.layout;
+            layout(
+                &mut h,
+                program,
+                prefix,
+                &format!("{sym}_handoff"),
+                "handoff (one row: the session)",
+                l,
+                Rows::PerRecord,
+            );
+            function(&mut h, program, "handoff work", &handoff.work, l);
+            let _ = writeln!(
+                h,
+                "double {}(const double *row, const double *ctx);",
+                prefix.symbol(&format!("{sym}_handoff_work"))
+            );
+        }
     }
     let _ = write!(
         h,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use libloading::Library;
 use object::{Object, ObjectSection, ObjectSymbol};
 use poolrt::policy::{
-    CmpFn, CodeHandle, KeyFn, KeyList, PoolPolicy, SelectFn, SpillFns, StagePolicy, TimeFn,
+    CmpFn, CodeHandle, KeyFn, KeyList, PoolPolicy, SelectFn, SpillFns, StagePolicy, TimeFn, WorkFn,
 };
 
 use crate::aot::manifest::{self, FORMAT, Json};
@@ -214,6 +214,10 @@ pub unsafe fn load_with_prefix(
                     )),
                 },
                 p.route.as_ref().map(|l| loader.list(l)).transpose()?,
+                match &p.handoff {
+                    None => None,
+                    Some((work, shape)) => Some((loader.get::<KeyFn>(&work.symbol)?, *shape)),
+                },
             ))
         })
         .collect::<Result<Vec<_>, LoadError>>()?;
@@ -232,16 +236,22 @@ pub unsafe fn load_with_prefix(
     };
     let pools = pools
         .into_iter()
-        .map(|(queue, evict, preempt, spill, route)| PoolPolicy {
-            route: route.map(key_list),
-            queue: queue.map(key_list),
-            evict: evict.map(key_list),
-            preempt: preempt.map(key_list),
-            spill: spill.map(|(pred, work, shape)| {
-                // SAFETY: as for key lists, on the entry layout of `shape` slots.
-                unsafe { SpillFns::new(pred, work, shape, code.clone()) }
-            }),
-        })
+        .map(
+            |(queue, evict, preempt, spill, route, handoff)| PoolPolicy {
+                route: route.map(key_list),
+                handoff: handoff.map(|(work, shape)| {
+                    // SAFETY: as for key lists, on the handoff layout of `shape` slots.
+                    unsafe { WorkFn::new(work, shape, code.clone()) }
+                }),
+                queue: queue.map(key_list),
+                evict: evict.map(key_list),
+                preempt: preempt.map(key_list),
+                spill: spill.map(|(pred, work, shape)| {
+                    // SAFETY: as for key lists, on the entry layout of `shape` slots.
+                    unsafe { SpillFns::new(pred, work, shape, code.clone()) }
+                }),
+            },
+        )
         .collect();
     let stages = stages
         .into_iter()

@@ -27,7 +27,7 @@ use crate::ir::{
 /// The version of the manifest layout; a loader refuses any other. Bump it when a
 /// field changes meaning or disappears (adding fields is also a bump: loaders
 /// compare manifests whole).
-pub const FORMAT: u32 = 4;
+pub const FORMAT: u32 = 5;
 
 /// The manifest of `program` as built for `target` with `prefix`: JSON, one field
 /// per line, deterministic (the same program always gives the same bytes).
@@ -249,17 +249,35 @@ impl Writer<'_> {
         }
         self.layout("queue_layout", &pool.queue_layout, ",");
         self.layout("entry_layout", &pool.entry_layout, ",");
-        match &pool.route {
-            None => self.layout("resident_layout", &pool.resident_layout, ""),
-            // R22–R24: present only on the routed family (docs/ABI.md).
-            Some(route) => {
-                self.layout("resident_layout", &pool.resident_layout, ",");
-                self.key_list("route", "by", &format!("{sym}_route"), Some(&route.keys));
-                let every = route.every.map_or("null".to_string(), |t| format!("{t:?}"));
-                self.line(3, &format!("\"route_every\": {every},"));
-                self.line(3, &format!("\"route_remember\": {},", route.remember));
-                self.layout("route_layout", &route.layout, "");
-            }
+        let tail = pool.route.is_some() || pool.handoff.is_some();
+        self.layout(
+            "resident_layout",
+            &pool.resident_layout,
+            if tail { "," } else { "" },
+        );
+        // R22–R24: present only on a routed family (docs/ABI.md).
+        if let Some(route) = &pool.route {
+            self.key_list("route", "by", &format!("{sym}_route"), Some(&route.keys));
+            let every = route.every.map_or("null".to_string(), |t| format!("{t:?}"));
+            self.line(3, &format!("\"route_every\": {every},"));
+            self.line(3, &format!("\"route_remember\": {},", route.remember));
+            let end = if pool.handoff.is_some() { "," } else { "" };
+            self.layout("route_layout", &route.layout, end);
+        }
+        // R25–R27: present only on a family that hands off (docs/ABI.md).
+        if let Some(h) = &pool.handoff {
+            self.line(3, "\"handoff\": {");
+            self.line(4, &format!("\"pool\": {},", quote(&p.pool(h.target).name)));
+            let link = format!(
+                "\"link\": {{\"stage\": {}, \"rule\": {}}},",
+                quote(&p.stage(h.link.target).name),
+                rule(h.link.rule)
+            );
+            self.line(4, &link);
+            let work = self.function(&format!("{sym}_handoff_work"), &h.work);
+            self.line(4, &format!("\"work\": {work}"));
+            self.line(3, "},");
+            self.layout("handoff_layout", &h.layout, "");
         }
     }
 

@@ -15,6 +15,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, default_libcall_names};
 use poolrt::policy::{
     CmpFn, CodeHandle, KeyFn, KeyList, PoolPolicy, SelectFn, Shape, SpillFns, StagePolicy, TimeFn,
+    WorkFn,
 };
 
 use super::lower::{self, FnKind, Keys};
@@ -42,7 +43,11 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
             )),
         };
         let route = p.route.as_ref().map(|l| jit.list(l)).transpose()?;
-        pools.push((queue, evict, preempt, spill, route));
+        let handoff = match &p.handoff {
+            None => None,
+            Some((work, shape)) => Some((jit.define::<KeyFn>(work)?, *shape)),
+        };
+        pools.push((queue, evict, preempt, spill, route, handoff));
     }
     let mut stages = Vec::with_capacity(plan.stages.len());
     for s in &plan.stages {
@@ -52,18 +57,25 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
     let code = done.handle();
     let pools = pools
         .into_iter()
-        .map(|(queue, evict, preempt, spill, route)| PoolPolicy {
-            route: route.map(|l| done.key_list(l, &code)),
-            queue: queue.map(|l| done.key_list(l, &code)),
-            evict: evict.map(|l| done.key_list(l, &code)),
-            preempt: preempt.map(|l| done.key_list(l, &code)),
-            spill: spill.map(|(pred, work, shape)| {
-                // SAFETY: both were lowered as `Key` on the entry layout, whose
-                // lengths are `shape` (ProgramPlan checked every slot against it),
-                // and `code` keeps the module alive.
-                unsafe { SpillFns::new(done.get(pred), done.get(work), shape, code.clone()) }
-            }),
-        })
+        .map(
+            |(queue, evict, preempt, spill, route, handoff)| PoolPolicy {
+                route: route.map(|l| done.key_list(l, &code)),
+                handoff: handoff.map(|(work, shape)| {
+                    // SAFETY: lowered as `Key` on the handoff layout, whose lengths are
+                    // `shape` (checked by the plan); `code` keeps the module alive.
+                    unsafe { WorkFn::new(done.get(work), shape, code.clone()) }
+                }),
+                queue: queue.map(|l| done.key_list(l, &code)),
+                evict: evict.map(|l| done.key_list(l, &code)),
+                preempt: preempt.map(|l| done.key_list(l, &code)),
+                spill: spill.map(|(pred, work, shape)| {
+                    // SAFETY: both were lowered as `Key` on the entry layout, whose
+                    // lengths are `shape` (ProgramPlan checked every slot against it),
+                    // and `code` keeps the module alive.
+                    unsafe { SpillFns::new(done.get(pred), done.get(work), shape, code.clone()) }
+                }),
+            },
+        )
         .collect();
     let stages = stages
         .into_iter()

@@ -11,8 +11,8 @@
 //! assume the host is x86-64.
 //!
 //! Symbols: `pool_<P>_queue_key<i>`, `pool_<P>_queue_cmp`, `pool_<P>_queue_select`,
-//! the same with `evict`, `preempt` and `route`, `pool_<P>_spill_pred`, `pool_<P>_spill_work` and
-//! `stage_<S>_time`; the object backend exports each as `<prefix>_<symbol>`. Pool
+//! the same with `evict`, `preempt` and `route`, `pool_<P>_spill_pred`, `pool_<P>_spill_work`,
+//! `pool_<P>_handoff_work` and `stage_<S>_time`; the object backend exports each as `<prefix>_<symbol>`. Pool
 //! and stage names are distinct identifiers (D7) and every site suffix has exactly
 //! one `_`, so no two symbols of a program can collide.
 
@@ -416,6 +416,8 @@ pub(crate) struct PoolPlan<'a> {
     pub preempt: Option<ListPlan<'a>>,
     pub spill: Option<SpillPlan<'a>>,
     pub route: Option<ListPlan<'a>>,
+    /// A handoff's work (R26) and its shape.
+    pub handoff: Option<(Planned<'a>, Shape)>,
 }
 
 impl PoolPlan<'_> {
@@ -438,6 +440,9 @@ impl PoolPlan<'_> {
             out.extend(list.keys.iter());
             out.push(&list.cmp);
             out.push(&list.select);
+        }
+        if let Some((work, _)) = &self.handoff {
+            out.push(work);
         }
         out
     }
@@ -498,12 +503,19 @@ impl<'a> ProgramPlan<'a> {
                 None => None,
                 Some(r) => Some(list_plan(&format!("{prefix}_route"), &r.keys, &r.layout)?),
             };
+            let handoff = pool.handoff.as_ref().map(|h| {
+                (
+                    key_plan(format!("{prefix}_handoff_work"), &h.work.expr),
+                    shape_of(&h.layout),
+                )
+            });
             pools.push(PoolPlan {
                 queue,
                 evict,
                 preempt,
                 spill,
                 route,
+                handoff,
             });
         }
         let mut stages = Vec::with_capacity(program.stages.len());

@@ -467,7 +467,7 @@ pub enum JoinRule {
 pub enum JoinClause {
     /// `admit via`: the only join that may share its source.
     AdmitVia,
-    /// `spill … to … via`: the tier and the link.
+    /// `spill … to … via`: the tier and the link; also a `handoff`'s link (R25).
     Spill,
 }
 
@@ -569,6 +569,21 @@ pub struct Route {
     pub remember: u64,
 }
 
+/// `handoff POOL via LINK (work);` (R25–R27): when a session's prompt is computed in
+/// this entry family, it continues in `target`, its prompt's KV read over `link`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Handoff {
+    /// A pool family admitted via a step stage, not this one, that neither hands off
+    /// nor spills (R25).
+    pub target: PoolId,
+    /// The link, joined with this family by K1 (as a spill's link).
+    pub link: Join<StageId>,
+    /// The work one transfer puts on the link; evaluated on `layout` (the session's
+    /// attributes in the row, `units` in the ctx).
+    pub work: SiteExpr,
+    pub layout: Layout,
+}
+
 /// llm-d's approximate prefix scorer keeps 31,250 blocks per server by default
 /// (`lruCapacityPerServer`, docs of llm-d-inference-scheduler): the default of
 /// `remember`.
@@ -600,8 +615,11 @@ pub struct Pool {
     /// Slots of the resident site (`preempt by` keys, R18): a row per candidate
     /// victim. Empty unless the pool preempts by keys.
     pub resident_layout: Layout,
-    /// `route by` (R22): only on the entry family of a spec that routes.
+    /// `route by` (R22): on the entry family of a spec that routes, or on a handoff
+    /// target (R25).
     pub route: Option<Route>,
+    /// `handoff POOL via LINK (work);` (R25): only on an entry family.
+    pub handoff: Option<Handoff>,
 }
 
 impl Pool {

@@ -29,13 +29,22 @@ pub fn input_name(program: &Program, input: Input) -> String {
     }
 }
 
-/// The routed family's name (R22), which `hit`, `tier_hit` and `routed` read.
+/// The routed entry family's name (R22), which `hit`, `tier_hit` and `routed` read:
+/// a handoff target's route may not read them (R25), so it is the one routed family
+/// that is no handoff's target.
 fn routed_name(program: &Program) -> &str {
+    let target = |i: usize| {
+        program
+            .pools
+            .iter()
+            .any(|p| p.handoff.as_ref().is_some_and(|h| h.target.0 as usize == i))
+    };
     program
         .pools
         .iter()
-        .find(|p| p.route.is_some())
-        .map_or("?", |p| p.name.as_str())
+        .enumerate()
+        .find(|(i, p)| p.route.is_some() && !target(*i))
+        .map_or("?", |(_, p)| p.name.as_str())
 }
 
 /// The name a read-set entry has in the source (as [`input_name`]).

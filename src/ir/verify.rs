@@ -114,6 +114,11 @@ pub enum Problem {
     RouteOnly {
         input: Option<Input>,
     },
+    /// A handoff (R25) into its own pool or into a pool no step stage admits, or its
+    /// work reading what only other sites read.
+    Handoff {
+        input: Option<Input>,
+    },
 }
 
 impl fmt::Display for VerifyError {
@@ -187,6 +192,12 @@ impl fmt::Display for VerifyError {
                 write!(f, "{input:?} outside route keys")
             }
             Problem::RouteOnly { input: None } => f.write_str("a route over a family of one"),
+            Problem::Handoff { input: Some(input) } => {
+                write!(f, "{input:?} in a handoff's work")
+            }
+            Problem::Handoff { input: None } => {
+                f.write_str("a handoff into its own pool or one no step stage admits")
+            }
         }
     }
 }
@@ -313,6 +324,40 @@ impl Verifier<'_> {
                     Rows::PerRecord,
                 )?;
             }
+        }
+        if let Some(h) = &pool.handoff {
+            let target = p.pools.get(h.target.0 as usize).ok_or_else(|| {
+                fail(
+                    &at("handoff"),
+                    Problem::PoolOutOfRange {
+                        pool: h.target.0,
+                        pools: p.pools.len(),
+                    },
+                )
+            })?;
+            if std::ptr::eq(target, pool) || target.admit_via.is_none() {
+                return Err(fail(&at("handoff"), Problem::Handoff { input: None }));
+            }
+            let link = self.stage_ref(&at("handoff"), h.link.target.0)?;
+            self.rule(
+                &at("handoff"),
+                h.link.rule,
+                JoinRule::for_counts(pool.count, link.count, JoinClause::Spill),
+            )?;
+            self.layout(&at("handoff_layout"), &h.layout, counts)?;
+            if let Some(&input) = h
+                .layout
+                .row
+                .iter()
+                .chain(&h.layout.ctx)
+                .find(|i| !matches!(i, Input::Attr(_) | Input::Var(Var::Units)))
+            {
+                return Err(fail(
+                    &at("handoff_layout"),
+                    Problem::Handoff { input: Some(input) },
+                ));
+            }
+            self.site(&at("handoff_work"), &h.work, &h.layout, Rows::PerRecord)?;
         }
         if let Some(j) = &pool.admit_via {
             let stage = self.stage_ref(&at("admit_via"), j.target.0)?;

@@ -130,6 +130,18 @@ pub fn dump(p: &Program) -> String {
             write_keys(&mut out, p, &r.keys, &r.layout, Fixedness::Hidden);
             write_layout(&mut out, p, &r.layout, "route");
         }
+        if let Some(h) = &pool.handoff {
+            let _ = writeln!(
+                out,
+                "  handoff to {} via {} ({})",
+                p.pool(h.target).name,
+                p.stage(h.link.target).name,
+                rule(h.link.rule)
+            );
+            let _ = writeln!(out, "    work = {}", expr(&h.work.expr, p, &h.layout));
+            let _ = writeln!(out, "      reads {}", reads(&h.work.reads, p));
+            write_layout(&mut out, p, &h.layout, "handoff");
+        }
     }
     out
 }

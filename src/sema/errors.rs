@@ -337,6 +337,39 @@ pub fn route_not_entry(pool: &str, span: Span) -> Diagnostic {
     .note("the entry pools are those with `admit via STAGE` of a step stage (docs/HOST.md)")
 }
 
+pub fn handoff_into_self(name: &str, span: Span) -> Diagnostic {
+    Diagnostic::new("R25", format!("pool `{name}` cannot hand off to itself"))
+        .primary(span, "the target must be another pool family")
+}
+
+pub fn handoff_not_entry(pool: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "R25",
+        format!("`handoff` in pool `{pool}`, which is not admitted via a step stage"),
+    )
+    .primary(
+        span,
+        "only a pool whose sessions compute their prompt here can hand them off",
+    )
+    .note("the prefill side is an entry pool: `admit via STAGE` of a step stage (R25)")
+}
+
+pub fn handoff_target(
+    pool: &str,
+    span: Span,
+    target: &str,
+    target_span: Span,
+    why: &str,
+) -> Diagnostic {
+    Diagnostic::new(
+        "R25",
+        format!("pool `{pool}` hands off to pool `{target}`, which {why}"),
+    )
+    .primary(span, "the handoff")
+    .secondary(target_span, format!("`{target}` is declared here"))
+    .note("a handoff target is a pool family admitted via a step stage that neither hands off nor spills (R25)")
+}
+
 pub fn route_one_member(pool: &str, span: Span) -> Diagnostic {
     Diagnostic::new(
         "R22",

@@ -3,7 +3,9 @@
 //! join, and the spill graph checked for cycles. It only resolves and checks; the
 //! IR it returns is assembled by `mod.rs`, and all wording is `errors.rs`'s.
 
-use crate::ir::{Join, JoinClause, JoinRule, Pool, PoolId, SiteExpr, Spill, StageId};
+use crate::ir::{
+    Handoff, Input, Join, JoinClause, JoinRule, Pool, PoolId, Probe, SiteExpr, Spill, StageId,
+};
 use crate::syntax::Span;
 use crate::syntax::ast::{self, PoolOptionKind, StageKind};
 
@@ -111,6 +113,141 @@ impl Checker<'_> {
             work: work?,
             pred: pred?,
         })
+    }
+
+    /// `handoff POOL via LINK (work);` (R25): the target resolved to a pool other than
+    /// this one, the link to a link stage joined by K1, the work on its own site. What
+    /// the target must be (admitted, neither handing off nor spilling) is checked once
+    /// every pool is built ([`Checker::check_handoffs`]).
+    pub(super) fn handoff(
+        &mut self,
+        pool: usize,
+        h: &ast::HandoffClause,
+        owner: Owner<'_>,
+    ) -> Option<Handoff> {
+        let decl = self.pools[pool];
+        let target = match self.symbols.get(&h.target.name) {
+            Some((Sym::Pool(t), _)) if t == pool => {
+                self.error(errors::handoff_into_self(&decl.name.name, h.target.span));
+                None
+            }
+            Some((Sym::Pool(t), _)) => Some(PoolId(t as u32)),
+            Some((sym, span)) => {
+                self.error(errors::wrong_kind(
+                    "handoff",
+                    "a pool",
+                    &h.target.name,
+                    sym.describe(),
+                    h.target.span,
+                    span,
+                ));
+                None
+            }
+            None => {
+                let cand = self.symbols.names_where(|s| matches!(s, Sym::Pool(_)));
+                self.error(errors::unknown_name(
+                    &h.target.name,
+                    h.target.span,
+                    suggest(&h.target.name, cand),
+                ));
+                None
+            }
+        };
+        let link = self
+            .resolve_stage(&h.link, "handoff … via", "a link stage", StageKind::Link)
+            .and_then(|l| {
+                let rule = self.join(
+                    "`handoff … via`",
+                    (&decl.name, self.pool_counts[pool]),
+                    (&self.stages[l].name, self.stage_counts[l]),
+                    JoinClause::Spill,
+                )?;
+                Some(Join {
+                    target: StageId(l as u32),
+                    rule,
+                })
+            });
+        let mut b = SiteBuilder::new(Site::Handoff);
+        let work = self.lower(&h.work, &mut b, Some(owner));
+        let reads = b.take_reads();
+        let (layout, remap) = b.finish();
+        let mut expr = work?;
+        remap.apply(&mut expr);
+        Some(Handoff {
+            target: target?,
+            link: link?,
+            work: SiteExpr { expr, reads },
+            layout,
+        })
+    }
+
+    /// R25: a handoff leaves an entry family for a family a step stage admits, which
+    /// itself neither hands off nor spills (this compiler), nor routes by what its
+    /// cache holds.
+    pub(super) fn check_handoffs(&mut self, pools: &[Pool]) {
+        for (i, p) in pools.iter().enumerate() {
+            let Some(h) = &p.handoff else { continue };
+            let span = self.option_span(i, |k| matches!(k, PoolOptionKind::Handoff(_)));
+            let name = self.pools[i].name.name.clone();
+            let t = h.target.0 as usize;
+            let target = &pools[t];
+            let tname = self.pools[t].name.clone();
+            let problem = if p.admit_via.is_none() {
+                Some(errors::handoff_not_entry(&name, span))
+            } else if target.admit_via.is_none() {
+                Some(errors::handoff_target(
+                    &name,
+                    span,
+                    &tname.name,
+                    tname.span,
+                    "is not admitted via a step stage: nothing would serve the sessions there",
+                ))
+            } else if target.handoff.is_some() {
+                Some(errors::handoff_target(
+                    &name,
+                    span,
+                    &tname.name,
+                    tname.span,
+                    "hands off itself: a session hands off once",
+                ))
+            } else if target.spill.is_some() {
+                Some(errors::handoff_target(
+                    &name,
+                    span,
+                    &tname.name,
+                    tname.span,
+                    "spills: a handoff target with a tier is not supported by this compiler",
+                ))
+            } else if target.route.as_ref().is_some_and(|r| {
+                r.layout
+                    .row
+                    .iter()
+                    .chain(&r.layout.ctx)
+                    .any(|x| matches!(x, Input::Scored(_) | Input::Over(_, Probe::Scored(_))))
+            }) {
+                Some(errors::handoff_target(
+                    &name,
+                    span,
+                    &tname.name,
+                    tname.span,
+                    "routes by `hit`, `tier_hit` or `routed`: in this compiler only the entry family's route reads them",
+                ))
+            } else {
+                None
+            };
+            if let Some(d) = problem {
+                self.error(d);
+            }
+        }
+    }
+
+    /// The span of pool `pool`'s first option of a kind, else its name's.
+    pub(super) fn option_span(&self, pool: usize, kind: impl Fn(&PoolOptionKind) -> bool) -> Span {
+        self.pools[pool]
+            .options
+            .iter()
+            .find(|o| kind(&o.kind))
+            .map_or(self.pools[pool].name.span, |o| o.span)
     }
 
     pub(super) fn resolve_stage(

@@ -365,6 +365,7 @@ impl<'a> Checker<'a> {
         let pools: Vec<Pool> = (0..self.pools.len()).map(|i| self.build_pool(i)).collect();
         self.check_spill_cycles(&pools);
         self.check_route_entry(&pools);
+        self.check_handoffs(&pools);
         let mut values = Vec::new();
         for (i, d) in self.consts.iter().enumerate() {
             if let ValueState::Done(v) = self.const_state[i] {
@@ -548,6 +549,7 @@ impl<'a> Checker<'a> {
             entry_layout: Layout::default(),
             resident_layout: Layout::default(),
             route: None,
+            handoff: None,
         };
         let mut queue_b = SiteBuilder::new(Site::Queue);
         let mut entry_b = SiteBuilder::new(Site::Evict);
@@ -570,6 +572,7 @@ impl<'a> Checker<'a> {
                 PoolOptionKind::AdmitVia(_) => "admit via",
                 PoolOptionKind::Spill(_) => "spill",
                 PoolOptionKind::Route(_) => "route",
+                PoolOptionKind::Handoff(_) => "handoff",
             };
             if let Some((_, first)) = seen.iter().find(|(k, _)| *k == key) {
                 self.error(errors::repeated_option(key, *first, opt.span));
@@ -615,6 +618,7 @@ impl<'a> Checker<'a> {
                     pool.route = self.route(r, owner);
                     route_span = Some(opt.span);
                 }
+                PoolOptionKind::Handoff(h) => pool.handoff = self.handoff(i, h, owner),
             }
         }
         if let Some(span) = route_span {
@@ -687,24 +691,26 @@ impl<'a> Checker<'a> {
         })
     }
 
-    /// R22: a spec that routes has one entry family, the routed one.
+    /// R22: a spec that routes its entry family has one entry family, the routed
+    /// one; handoff targets (R25) are not entry families, and route on their own.
     fn check_route_entry(&mut self, pools: &[Pool]) {
-        let routed = pools.iter().position(|p| p.route.is_some());
-        let Some(r) = routed else { return };
-        let decl = self.pools[r];
-        let Some(span) = decl
-            .options
+        let targets: Vec<usize> = pools
             .iter()
-            .find(|o| matches!(o.kind, PoolOptionKind::Route(_)))
-            .map(|o| o.span)
-        else {
-            return;
-        };
+            .filter_map(|p| p.handoff.as_ref().map(|h| h.target.0 as usize))
+            .collect();
+        let entry = |j: usize, p: &Pool| p.admit_via.is_some() && !targets.contains(&j);
+        let routed = pools
+            .iter()
+            .enumerate()
+            .position(|(j, p)| p.route.is_some() && entry(j, p));
+        let Some(r) = routed else { return };
+        let span = self.option_span(r, |k| matches!(k, PoolOptionKind::Route(_)));
+        let name = self.pools[r].name.name.clone();
         for (j, p) in pools.iter().enumerate() {
-            if j != r && p.admit_via.is_some() {
+            if j != r && entry(j, p) {
                 let other = self.pools[j].name.clone();
                 self.error(errors::route_other_entry(
-                    &decl.name.name,
+                    &name,
                     span,
                     &other.name,
                     other.span,

@@ -20,6 +20,8 @@ pub enum Site {
     Time,
     /// `route by` keys (R22): a row per member of the routed family.
     Route,
+    /// A `handoff`'s work (R26): once per transfer.
+    Handoff,
 }
 
 impl Site {
@@ -34,6 +36,7 @@ impl Site {
             Site::SpillPred => "spill predicates",
             Site::Time => "stage time",
             Site::Route => "route keys",
+            Site::Handoff => "handoff work",
         }
     }
 
@@ -58,6 +61,9 @@ impl Site {
             Site::Route => {
                 "constants; session attributes; `member`; `now`; queries; `hit`, `tier_hit`, `routed` of the routed family; `min_of`, `max_of`"
             }
+            Site::Handoff => {
+                "constants; session attributes; `units` (the units the transfer reads)"
+            }
         }
     }
 
@@ -70,6 +76,7 @@ impl Site {
                 | Site::SpillWork
                 | Site::SpillPred
                 | Site::Route
+                | Site::Handoff
         )
     }
 
@@ -87,6 +94,7 @@ impl Site {
             Site::SpillWork | Site::SpillPred => matches!(v, Size | Age | Last | Waiting | Units),
             Site::Time => matches!(v, Tokens | Prefill | Decode | Residents | Context),
             Site::Route => matches!(v, Now | Member),
+            Site::Handoff => matches!(v, Units),
         }
     }
 

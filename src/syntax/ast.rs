@@ -149,6 +149,17 @@ pub enum PoolOptionKind {
     Spill(SpillClause),
     /// `route by (keys) [every T] [remember N];` (R22–R24).
     Route(RouteClause),
+    /// `handoff POOL via LINK (work);` (R25–R27): a computed prompt's KV goes to
+    /// another pool family over a link, and the session continues there.
+    Handoff(HandoffClause),
+}
+
+/// `handoff POOL via LINK (work);` on an entry pool family (R25).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HandoffClause {
+    pub target: Ident,
+    pub link: Ident,
+    pub work: Expr,
 }
 
 /// `route by (keys) [every T] [remember N];` on an entry pool family (R22): the keys

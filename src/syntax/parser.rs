@@ -680,7 +680,7 @@ fn pool_decl(i: Tokens<'_>) -> PResult<'_, PoolDecl> {
         family_header("after `pool`", "after the pool name"),
         many0(pool_option),
         label(
-            "a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`) or `}`",
+            "a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`, `handoff`) or `}`",
             punct(Punct::RBrace, "`}`"),
         ),
     ))
@@ -784,6 +784,7 @@ fn pool_option(i: Tokens<'_>) -> PResult<'_, PoolOption> {
         admit,
         spill,
         route,
+        handoff,
     ))
     .parse(i)
 }
@@ -869,6 +870,29 @@ fn spill(i: Tokens<'_>) -> PResult<'_, PoolOption> {
         work,
         pred,
     });
+    Ok((
+        i,
+        PoolOption {
+            kind,
+            span: start.to(end),
+        },
+    ))
+}
+
+/// `handoff POOL via LINK (work);` (R25).
+fn handoff(i: Tokens<'_>) -> PResult<'_, PoolOption> {
+    let (i, start) = keyword("handoff")(i)?;
+    let (i, (target, _, link, _, work, _, end)) = cut((
+        context("after `handoff`", name("a pool name")),
+        context("after the handoff target", keyword("via")),
+        context("after `via`", name("a stage name")),
+        context("before the handoff work", punct(Punct::LParen, "`(`")),
+        context("after `(`", expression),
+        context("after the handoff work", punct(Punct::RParen, "`)`")),
+        context("after the `handoff` option", semi()),
+    ))
+    .parse(i)?;
+    let kind = PoolOptionKind::Handoff(HandoffClause { target, link, work });
     Ok((
         i,
         PoolOption {

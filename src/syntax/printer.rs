@@ -117,6 +117,12 @@ fn pool_option(kind: &PoolOptionKind) -> String {
             out.push(';');
             out
         }
+        PoolOptionKind::Handoff(h) => format!(
+            "handoff {} via {} ({});",
+            h.target.name,
+            h.link.name,
+            print_expr(&h.work)
+        ),
     }
 }
 
@@ -273,6 +279,11 @@ pub fn erase_spans(spec: &mut Spec) {
                             r.keys.iter_mut().for_each(erase_expr_spans);
                             r.every.iter_mut().for_each(erase_expr_spans);
                             r.remember.iter_mut().for_each(erase_expr_spans);
+                        }
+                        PoolOptionKind::Handoff(h) => {
+                            erase_ident(&mut h.target);
+                            erase_ident(&mut h.link);
+                            erase_expr_spans(&mut h.work);
                         }
                         PoolOptionKind::EvictLru
                         | PoolOptionKind::PreemptNone

@@ -61,8 +61,9 @@ pub fn repo() -> PathBuf {
 
 /// Every examples/*.pool with its text, sorted by path.
 pub fn examples() -> Vec<(PathBuf, String)> {
-    // The fleets (examples/fleet/) carry the route keys (R22) into every equality.
-    let mut out: Vec<(PathBuf, String)> = ["examples", "examples/fleet"]
+    // The fleets (examples/fleet/) carry the route keys (R22) into every equality,
+    // the disaggregated fleets (examples/disagg/) the handoff work (R26).
+    let mut out: Vec<(PathBuf, String)> = ["examples", "examples/fleet", "examples/disagg"]
         .into_iter()
         .flat_map(|d| std::fs::read_dir(repo().join(d)).expect("examples/ exists"))
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -310,6 +311,7 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             resident_layout: layout.clone(),
             // The corpus's families have one member; the fleets route (examples()).
             route: None,
+            handoff: None,
         });
     }
     Program {

@@ -61,6 +61,7 @@ fn a_policy_set_without_the_irs_keys_is_a_bridge_error_it_carries() {
         preempt: None,
         spill: None,
         route: None,
+        handoff: None,
     };
     let e = bench::pool_config(&c, pool, &empty).expect_err("queue keys are missing");
     let BenchError::Bridge(inner) = &e else {

@@ -9,7 +9,7 @@ use std::io;
 
 use crate::config::{PoolConfig, Query, QueryKind, StageRef};
 use crate::error::Error;
-use crate::policy::{KeyList, StagePolicy};
+use crate::policy::{KeyList, StagePolicy, WorkFn};
 use crate::trace::TraceError;
 use crate::types::Limit;
 
@@ -114,6 +114,29 @@ pub struct PoolMember {
     /// The step-stage members that serve its queue (`admit via`, K1 resolved: one
     /// member, or every member of a stage family serving one pool). Empty: none.
     pub admit_via: Vec<StageRef>,
+    /// `handoff` (R25): where its sessions continue once their prompt is computed.
+    pub handoff: Option<HandoffConfig>,
+}
+
+/// What one slot of a handoff's work reads (R26).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HandoffInput {
+    /// A session attribute by index.
+    Attr(u32),
+    /// The units the transfer reads.
+    Units,
+}
+
+/// `handoff POOL via LINK (work)` of one member of an entry family (R25–R27).
+#[derive(Clone, Debug)]
+pub struct HandoffConfig {
+    /// The target family's declaration index: a family a step stage admits.
+    pub target: u32,
+    /// This member's link (K1 resolved).
+    pub link: StageRef,
+    pub work: WorkFn,
+    pub row: Vec<HandoffInput>,
+    pub ctx: Vec<HandoffInput>,
 }
 
 /// A pool declaration: its members in order.
@@ -169,10 +192,12 @@ pub enum RouteInput {
     Over(Extreme, Probe),
 }
 
-/// `route by (keys) [every T] [remember N]` on the entry family `pool` (R22–R24).
+/// `route by (keys) [every T] [remember N]` on the entry family `pool`, or on a
+/// handoff target (R22–R25).
 #[derive(Clone, Debug)]
 pub struct RouteConfig {
-    /// The routed family's declaration index: the only entry family.
+    /// The routed family's declaration index: the only entry family, or a handoff
+    /// target.
     pub pool: u32,
     pub keys: KeyList,
     pub row: Vec<RouteInput>,
@@ -190,8 +215,10 @@ pub struct HostConfig {
     pub attrs: Vec<AttrSpec>,
     pub stages: Vec<StageDecl>,
     pub pools: Vec<PoolDecl>,
-    /// `route by` (R22); `None`: serial mod the entry members (docs/HOST.md).
-    pub route: Option<RouteConfig>,
+    /// `route by` (R22), at most one per family: the entry family's and handoff
+    /// targets' (R25). A family without one takes member `serial mod n`
+    /// (docs/HOST.md).
+    pub routes: Vec<RouteConfig>,
 }
 
 /// Why a host could not be built or a run could not go on.
@@ -215,7 +242,7 @@ pub enum HostError {
         step: u64,
         value: f64,
     },
-    /// A spill or tier load put work on a link that is not a finite number ≥ 0.
+    /// A spill, tier load or handoff put work on a link that is not a finite number ≥ 0.
     Work { pool: String, value: f64 },
     /// The engine refused an operation: a host bug, reported rather than panicking.
     Engine { pool: String, error: Error },
@@ -281,8 +308,8 @@ impl fmt::Display for HostError {
             ),
             HostError::Work { pool, value } => write!(
                 f,
-                "pool {pool}: a spill or tier load put {value} work on its link; `work` must be \
-                 a finite number at least 0"
+                "pool {pool}: a spill, tier load or handoff put {value} work on its link; \
+                 `work` must be a finite number at least 0"
             ),
             HostError::Engine { pool, error } => {
                 write!(f, "pool {pool}: the engine refused an operation: {error}")

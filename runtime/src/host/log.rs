@@ -255,6 +255,23 @@ impl<'a> EventLine<'a> {
                 self.units = Some(units.0);
                 ("loaded", session)
             }
+            HostEvent::Handoff { session, units } => {
+                self.units = Some(units.0);
+                ("handoff", session)
+            }
+            HostEvent::Transfer {
+                session,
+                units,
+                work,
+            } => {
+                self.units = Some(units.0);
+                self.work = Some(work);
+                ("transfer", session)
+            }
+            HostEvent::Received { session, units } => {
+                self.units = Some(units.0);
+                ("received", session)
+            }
         }
     }
 }

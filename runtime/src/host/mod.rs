@@ -18,12 +18,13 @@ mod series;
 mod sim;
 
 pub use config::{
-    AttrSpec, Extreme, HostConfig, HostError, IterTime, LinkConfig, PoolDecl, PoolMember, Probe,
-    RouteConfig, RouteInput, Scored, StageDecl, StageKind, StepConfig, TimeVar,
+    AttrSpec, Extreme, HandoffConfig, HandoffInput, HostConfig, HostError, IterTime, LinkConfig,
+    PoolDecl, PoolMember, Probe, RouteConfig, RouteInput, Scored, StageDecl, StageKind, StepConfig,
+    TimeVar,
 };
 pub use log::JsonLog;
 pub use observe::{Admitted, HostEvent, Iteration, Latency, Observer, PoolEvent, PoolEventKind};
-pub use report::{LinkReport, Percentiles, PoolReport, Report, StageReport};
+pub use report::{HandoffReport, LinkReport, Percentiles, PoolReport, Report, StageReport};
 pub use series::{Series, SeriesPoint};
 pub use sim::Host;
 

@@ -96,6 +96,19 @@ pub enum HostEvent {
     StoreNoRoom { session: SessionId, key: BlockKey },
     /// A tier load completed: `units` more of the session are computed.
     Loaded { session: SessionId, units: Units },
+    /// R25, the prefill side: the session's prompt (`units`) is computed here; it
+    /// continues in the handoff's target and its hold stays until the transfer ends.
+    Handoff { session: SessionId, units: Units },
+    /// R26, the decode side: admitted, it reads `units` of its prompt over the link
+    /// with `work`.
+    Transfer {
+        session: SessionId,
+        units: Units,
+        work: f64,
+    },
+    /// R26, the decode side: the transfer of `units` completed; its prompt but the
+    /// last unit is computed.
+    Received { session: SessionId, units: Units },
 }
 
 /// Which kind of pool event.

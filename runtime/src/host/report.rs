@@ -180,11 +180,39 @@ pub struct StageReport {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LinkReport {
     pub name: String,
-    /// Spill writes and tier loads served.
+    /// Spill writes, tier loads and handoff transfers (R26) served.
     pub writes: u64,
     pub loads: u64,
+    pub handoffs: u64,
     pub work: f64,
     pub busy_seconds: f64,
+}
+
+/// What the handoffs did (R25–R27): counts, the TTFT of the handed-off sessions in
+/// five parts whose means add up to their mean TTFT, and how busy each side was.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct HandoffReport {
+    /// Sessions handed off, transfers completed into a decode member (not made void
+    /// by a preemption there), and prompt units read over the links.
+    pub handoffs: u64,
+    pub transfers: u64,
+    pub units: u64,
+    /// Handed-off sessions with a first token, and their mean TTFT, seconds.
+    pub count: u64,
+    pub ttft_mean: Option<f64>,
+    /// Its parts, means in seconds: arrival to first admission on the prefill side,
+    /// to the prompt computed there, to the admission on the decode side, to the end
+    /// of the transfer, to the first token.
+    pub queue: Option<f64>,
+    pub prefill: Option<f64>,
+    pub decode_queue: Option<f64>,
+    pub transfer: Option<f64>,
+    pub first_decode: Option<f64>,
+    /// Busy fraction of the step members admitting the prefill (entry) pools, of
+    /// those admitting the decode (target) pools, and of the links handoffs use.
+    pub prefill_busy: Option<f64>,
+    pub decode_busy: Option<f64>,
+    pub link_busy: Option<f64>,
 }
 
 /// The report of one replay. Same config and workload → the same report.
@@ -224,6 +252,8 @@ pub struct Report {
     pub pools: Vec<PoolReport>,
     pub stages: Vec<StageReport>,
     pub links: Vec<LinkReport>,
+    /// `None` unless some pool hands off (R25).
+    pub handoff: Option<HandoffReport>,
 }
 
 impl Report {
@@ -306,6 +336,30 @@ impl Report {
                 ms(t.p99)
             );
         }
+        if let Some(h) = &self.handoff {
+            let _ = writeln!(
+                s,
+                "handoff      {} sessions, {} transfers, {} units read; busy prefill {}, decode \
+                 {}, links {}",
+                h.handoffs,
+                h.transfers,
+                h.units,
+                pct(h.prefill_busy),
+                pct(h.decode_busy),
+                pct(h.link_busy)
+            );
+            let _ = writeln!(
+                s,
+                "ttft split   mean {} = queue {} + prefill {} + decode queue {} + transfer {} + \
+                 first decode {}",
+                ms(h.ttft_mean),
+                ms(h.queue),
+                ms(h.prefill),
+                ms(h.decode_queue),
+                ms(h.transfer),
+                ms(h.first_decode)
+            );
+        }
         for st in &self.stages {
             let _ = writeln!(
                 s,
@@ -316,8 +370,8 @@ impl Report {
         for l in &self.links {
             let _ = writeln!(
                 s,
-                "link {:<10} {} writes, {} loads, busy {:.3} s",
-                l.name, l.writes, l.loads, l.busy_seconds
+                "link {:<10} {} writes, {} loads, {} handoffs, busy {:.3} s",
+                l.name, l.writes, l.loads, l.handoffs, l.busy_seconds
             );
         }
         s

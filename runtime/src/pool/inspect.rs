@@ -6,7 +6,7 @@
 
 use crate::config::QueryKind;
 use crate::event::{Counters, Notice, Record};
-use crate::types::{BlockId, BlockKey, Header, Limit, SessionId, Units};
+use crate::types::{BlockId, BlockKey, Chain, Header, Limit, SessionId, Units};
 
 use super::{EntryInfo, HoldInfo, Pool};
 
@@ -82,6 +82,13 @@ impl Pool {
             blocks: Units(h.held_blocks() * self.block),
             pending_grow: h.pending_grow.map(Units),
         })
+    }
+
+    /// The content chain `session` holds with (its header's, as enqueued): a host
+    /// that continues the session in another pool enqueues it there (R25).
+    pub fn held_chain(&self, session: SessionId) -> Option<&Chain> {
+        let h = self.holders.get(self.holders.slot_of(session)?);
+        Some(&h.header.chain)
     }
 
     pub fn is_waiting(&self, session: SessionId) -> bool {

@@ -80,6 +80,7 @@ pub fn kv(
                     ..PoolConfig::default()
                 },
                 admit_via: via(i),
+                handoff: None,
             })
             .collect(),
     }
@@ -96,7 +97,7 @@ pub fn vllm(blocks: u64, block: u64, step: StepConfig) -> HostConfig {
         attrs: attrs(),
         stages: vec![self::step("engine", 1, step)],
         pools: vec![kv(0, "kv", 1, blocks * block, block, |_| vec![sref(0, 0)])],
-        route: None,
+        routes: Vec::new(),
     }
 }
 

@@ -181,6 +181,7 @@ impl Backends {
                 spill: policy.spill.clone(),
                 // The bench admits into one pool: nothing is routed.
                 route: policy.route.clone(),
+                handoff: policy.handoff.clone(),
             }),
             _ => None,
         };

@@ -197,5 +197,6 @@ pub(super) fn policy(cp: &ir::Pool, policy: &PoolPolicy) -> Result<PoolPolicy, B
         spill,
         // The bench admits into one pool: nothing is routed.
         route: policy.route.clone(),
+        handoff: policy.handoff.clone(),
     })
 }

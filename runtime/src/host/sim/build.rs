@@ -13,11 +13,12 @@ use crate::types::{Limit, SessionId};
 
 use super::super::LatencySamples;
 use super::super::config::{
-    HostConfig, HostError, IterTime, LinkConfig, PoolDecl, StageDecl, StageKind, StepConfig,
-    member_name,
+    HandoffConfig, HostConfig, HostError, IterTime, LinkConfig, PoolDecl, StageDecl, StageKind,
+    StepConfig, member_name,
 };
 use super::super::percentile::Latencies;
 use super::super::report::Samples;
+use super::handoff::{HandoffInfo, Target, Totals};
 use super::links::LinkMember;
 use super::progress::Guard;
 use super::route::Router;
@@ -42,6 +43,7 @@ struct Stages {
 struct Joins {
     admit_via: Vec<crate::config::StageRef>,
     spill: Option<(PoolRef, crate::config::StageRef)>,
+    handoff: Option<HandoffConfig>,
 }
 
 /// The pool members, flattened, with what the host keeps of each and their joins.
@@ -122,29 +124,38 @@ impl<'w> Host<'w> {
             stage_flat,
             current: None,
         };
-        resolve_joins(joins, &shared, &mut info, &mut steps)?;
+        let mut targets = resolve_joins(joins, &shared, &mut info, &mut steps)?;
         let entries = entry_pools(&info)?;
         if entries.len() > 1 {
             for &p in &entries {
                 info[p].ttft = Latencies::sketch();
             }
         }
-        let router = match config.route {
-            None => None,
-            Some(c) => {
-                let members = shared
-                    .pool_flat
-                    .get(c.pool as usize)
-                    .cloned()
-                    .unwrap_or_default();
-                if members.len() < 2 || members != entries {
-                    return Err(config_err(
-                        "a route must be over the only entry family, of two members or more (R22)",
-                    ));
-                }
-                Some(Router::new(c, members)?)
+        let mut router = None;
+        for c in config.routes {
+            let members = shared
+                .pool_flat
+                .get(c.pool as usize)
+                .cloned()
+                .unwrap_or_default();
+            if members.len() < 2 {
+                return Err(config_err(
+                    "a route must be over a family of two members or more (R22)",
+                ));
             }
-        };
+            if let Some(t) = targets.iter_mut().find(|t| t.decl == c.pool) {
+                if t.router.is_some() {
+                    return Err(config_err("a family has two routes"));
+                }
+                t.router = Some(Router::new(c, members)?);
+            } else if members == entries && router.is_none() {
+                router = Some(Router::new(c, members)?);
+            } else {
+                return Err(config_err(
+                    "a route must be over the only entry family or a handoff target (R22, R25)",
+                ));
+            }
+        }
         shared.keep_attrs = pools
             .keys()
             .any(|p| info[p].is_tier && pools[p].snapshots_attrs());
@@ -169,6 +180,8 @@ impl<'w> Host<'w> {
             shared,
             entries,
             router,
+            targets,
+            handoffs: Totals::default(),
             events: BinaryHeap::new(),
             seq: 0,
             next_arrival: SessionId(0),
@@ -284,6 +297,7 @@ fn build_pools(decls: Vec<PoolDecl>) -> Result<Pools, HostError> {
             out.joins.push(Joins {
                 admit_via: m.admit_via,
                 spill,
+                handoff: m.handoff,
             });
             out.info
                 .push(PoolInfo::new(name, cap_units, cap_blocks, block));
@@ -293,15 +307,28 @@ fn build_pools(decls: Vec<PoolDecl>) -> Result<Pools, HostError> {
     Ok(out)
 }
 
-/// Resolves each pool's joins: the step members that admit it (K4 order kept), and
-/// the tier it spills into over which link, with the same block.
+/// Resolves each pool's joins: the step members that admit it (K4 order kept), the
+/// tier it spills into over which link, with the same block, and its handoff (R25),
+/// whose target families it gives.
 fn resolve_joins(
     joins: Vec<Joins>,
     shared: &Shared,
     info: &mut Table<PoolIx, PoolInfo>,
     steps: &mut Table<StepIx, StepMember>,
-) -> Result<(), HostError> {
-    for (p, Joins { admit_via, spill }) in info.keys().zip(joins) {
+) -> Result<Vec<Target>, HostError> {
+    let mut handoffs = Vec::new();
+    for (
+        p,
+        Joins {
+            admit_via,
+            spill,
+            handoff,
+        },
+    ) in info.keys().zip(joins)
+    {
+        if let Some(h) = handoff {
+            handoffs.push((p, h));
+        }
         for r in admit_via {
             match shared.stage_index(r) {
                 Some(StageIdx::Step(m)) => {
@@ -349,11 +376,101 @@ fn resolve_joins(
             info[tp].is_tier = true;
         }
     }
-    Ok(())
+    resolve_handoffs(handoffs, shared, info)
 }
 
-/// The pools sessions are routed to: those a step stage admits. Every other pool
-/// must be a tier, or it would never see a session.
+/// R25: each handoff's target family (admitted via a step stage, neither handing off
+/// nor spilling, one cap), its link member and its work's layout.
+fn resolve_handoffs(
+    handoffs: Vec<(PoolIx, HandoffConfig)>,
+    shared: &Shared,
+    info: &mut Table<PoolIx, PoolInfo>,
+) -> Result<Vec<Target>, HostError> {
+    let mut targets: Vec<Target> = Vec::new();
+    for (p, h) in &handoffs {
+        let name = &info[*p].name;
+        let members = shared
+            .pool_flat
+            .get(h.target as usize)
+            .cloned()
+            .unwrap_or_default();
+        let Some(&first) = members.first() else {
+            return Err(config_err(format!(
+                "pool {name} hands off to declaration {}, which is not a pool",
+                h.target
+            )));
+        };
+        if info[*p].served_by.is_empty() || members.contains(p) {
+            return Err(config_err(format!(
+                "pool {name} hands off but is not admitted via a step stage, or into itself"
+            )));
+        }
+        for &d in &members {
+            let di = &info[d];
+            if di.served_by.is_empty()
+                || di.tier.is_some()
+                || di.cap_blocks != info[first].cap_blocks
+            {
+                return Err(config_err(format!(
+                    "pool {name} hands off to {}, which must be admitted via a step stage, \
+                     not spill, and share one cap (R25)",
+                    di.name
+                )));
+            }
+        }
+        let shape = h.work.shape();
+        if shape.row > h.row.len() || shape.ctx > h.ctx.len() {
+            return Err(config_err(format!(
+                "pool {name}: its handoff work reads {} row and {} ctx slots, the layout has \
+                 {} and {}",
+                shape.row,
+                shape.ctx,
+                h.row.len(),
+                h.ctx.len()
+            )));
+        }
+        let Some(StageIdx::Link(link)) = shared.stage_index(h.link) else {
+            return Err(config_err(format!(
+                "pool {name} hands off via {:?}, which is not a link-stage member",
+                h.link
+            )));
+        };
+        let t = match targets.iter().position(|t| t.decl == h.target) {
+            Some(t) => t,
+            None => {
+                targets.push(Target {
+                    decl: h.target,
+                    members: members.clone(),
+                    router: None,
+                });
+                targets.len() - 1
+            }
+        };
+        for &d in &members {
+            info[d].is_target = true;
+        }
+        info[*p].handoff = Some(HandoffInfo {
+            target: t,
+            link,
+            work: h.work.clone(),
+            row: h.row.clone(),
+            ctx: h.ctx.clone(),
+        });
+    }
+    for (p, _) in &handoffs {
+        if info[*p].is_target {
+            return Err(config_err(format!(
+                "pool {} hands off and is a handoff target: a session hands off once (R25)",
+                info[*p].name
+            )));
+        }
+    }
+    Ok(targets)
+}
+
+/// The pools sessions are routed to: those a step stage admits that are no
+/// handoff's target (R25). Every other pool must be a tier or a target, or it would
+/// never see a session.
 fn entry_pools(info: &Table<PoolIx, PoolInfo>) -> Result<Vec<PoolIx>, HostError> {
     if let Some(p) = info.iter().find(|p| p.served_by.is_empty() && !p.is_tier) {
         return Err(config_err(format!(
@@ -364,7 +481,7 @@ fn entry_pools(info: &Table<PoolIx, PoolInfo>) -> Result<Vec<PoolIx>, HostError>
     }
     let entries: Vec<PoolIx> = info
         .keys()
-        .filter(|&p| !info[p].served_by.is_empty())
+        .filter(|&p| !info[p].served_by.is_empty() && !info[p].is_target)
         .collect();
     if entries.is_empty() {
         return Err(config_err(

@@ -1,5 +1,6 @@
-//! The link stages (R17) and what travels on them (R12): evicted blocks written to a
-//! pool's tier unless it holds them already, tier loads of admitted sessions, each a
+//! The link stages (R17) and what travels on them (R12, R26): evicted blocks written to
+//! a pool's tier unless it holds them already, tier loads of admitted sessions, the
+//! prompts handed-off sessions read (handoff.rs says what their end does), each a
 //! job served first come, first served at the link's rate; and what a completed job
 //! does (the tier accepts the block; the session's computed units advance).
 
@@ -26,6 +27,12 @@ pub(super) enum JobKind {
         gen_: u32,
         units: u64,
     },
+    /// A handed-off session's prompt read by its decode member (R26).
+    Handoff {
+        session: SessionId,
+        gen_: u32,
+        units: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +48,7 @@ pub(super) struct LinkMember {
     pub(super) jobs: VecDeque<Job>,
     pub(super) writes: u64,
     pub(super) loads: u64,
+    pub(super) handoffs: u64,
     pub(super) work: f64,
     pub(super) busy: f64,
 }
@@ -54,6 +62,7 @@ impl LinkMember {
             jobs: VecDeque::new(),
             writes: 0,
             loads: 0,
+            handoffs: 0,
             work: 0.0,
             busy: 0.0,
         }
@@ -121,6 +130,7 @@ impl Host<'_> {
         match kind {
             JobKind::Spill { .. } => link.writes += 1,
             JobKind::Load { .. } => link.loads += 1,
+            JobKind::Handoff { .. } => link.handoffs += 1,
         }
         link.jobs.push_back(Job { kind });
         self.push(done, Class::Link, What::Link(l));
@@ -191,6 +201,11 @@ impl Host<'_> {
                     self.wake(m);
                 }
             }
+            JobKind::Handoff {
+                session,
+                gen_,
+                units,
+            } => self.transfer_done(session, gen_, units, io)?,
         }
         Ok(())
     }

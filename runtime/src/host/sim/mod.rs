@@ -6,6 +6,7 @@
 //! sessions and what pools read of them, [`step`] the step stages (R15, R16),
 //! [`ahead`] iterations known in advance, advanced in one call,
 //! [`links`] the link stages with spill writes and tier loads (R17, R12),
+//! [`handoff`] sessions moving from a prefill family to a decode family (R25–R27),
 //! [`summary`] the report and [`progress`] the no-progress guard. docs/HOST.md
 //! states the procedures and the decisions taken; the code follows it step by step. Pools are driven only through the
 //! engine's public operations. Once warm, an iteration allocates nothing per
@@ -22,6 +23,7 @@
 
 mod ahead;
 mod build;
+mod handoff;
 mod links;
 mod progress;
 mod route;
@@ -78,6 +80,10 @@ struct PoolInfo {
     /// A fleet's entry member: the TTFT of the sessions routed here (a sketch);
     /// `Unkept` elsewhere.
     ttft: Latencies,
+    /// `handoff` (R25): where its sessions continue once their prompt is computed.
+    handoff: Option<handoff::HandoffInfo>,
+    /// Some entry family hands off into this member's family (R25).
+    is_target: bool,
 }
 
 impl PoolInfo {
@@ -103,6 +109,8 @@ impl PoolInfo {
             allocated: Occupancy::default(),
             used: Occupancy::default(),
             ttft: Latencies::Unkept,
+            handoff: None,
+            is_target: false,
         }
     }
 }
@@ -260,6 +268,10 @@ pub struct Host<'w> {
     entries: Vec<PoolIx>,
     /// `route by` (R22): chooses the entry member at arrival instead.
     router: Option<route::Router>,
+    /// The families entry families hand off into (R25), with their routes.
+    targets: Vec<handoff::Target>,
+    /// The handoffs' figures for the report (R25–R27).
+    handoffs: handoff::Totals,
     events: BinaryHeap<Ev>,
     seq: u64,
     next_arrival: SessionId,

@@ -117,6 +117,14 @@ impl Host<'_> {
         let Some(mut r) = self.router.take() else {
             return self.shared.sess[s].pool;
         };
+        let p = self.score(&mut r, s, header);
+        self.router = Some(r);
+        p
+    }
+
+    /// Scores every member of `r`'s family for session `s` and gives the least (R22);
+    /// records the prompt's blocks in `r`'s own index when a key reads it (R24).
+    pub(super) fn score(&mut self, r: &mut Router, s: SessionId, header: &Header) -> PoolIx {
         // R23: the load queries a scraping router sees, refreshed at most every T.
         if let Some(every) = r.every
             && self.now - r.stale_at >= every
@@ -133,7 +141,7 @@ impl Host<'_> {
             for k in 0..width {
                 let v = match r.row[k] {
                     RouteInput::Member => m as f64,
-                    RouteInput::Probe(p) => self.probe(&r, p, m, header),
+                    RouteInput::Probe(p) => self.probe(r, p, m, header),
                     // Row inputs are only the two above (the bridge's split).
                     _ => f64::NAN,
                 };
@@ -149,14 +157,14 @@ impl Host<'_> {
                     .copied()
                     .unwrap_or(f64::NAN),
                 RouteInput::Now => self.now,
-                RouteInput::Query(q) => self.fixed_query(&r, q),
+                RouteInput::Query(q) => self.fixed_query(r, q),
                 RouteInput::Over(e, p) => {
                     let mut acc = match e {
                         Extreme::Min => f64::INFINITY,
                         Extreme::Max => f64::NEG_INFINITY,
                     };
                     for m in 0..n {
-                        let v = self.probe(&r, p, m, header);
+                        let v = self.probe(r, p, m, header);
                         acc = match e {
                             Extreme::Min => acc.min(v),
                             Extreme::Max => acc.max(v),
@@ -177,9 +185,7 @@ impl Host<'_> {
                 r.index[m].touch(key, r.stamp, r.remember);
             }
         }
-        let p = r.members[m];
-        self.router = Some(r);
-        p
+        r.members[m]
     }
 
     /// A query on one fixed member (`kv[2]`, a family of one): live, or from the

@@ -32,9 +32,17 @@ pub(super) struct Sess {
     pub(super) arrival: f64,
     pub(super) prompt: u64,
     pub(super) output: u64,
-    /// The entry pool member it is routed to: round-robin by serial, or by the
-    /// route keys at its arrival (R22).
+    /// The pool member it is in: the entry member it is routed to (round-robin by
+    /// serial, or by the route keys at its arrival, R22), then, once handed off,
+    /// its decode member (R25).
     pub(super) pool: PoolIx,
+    /// The entry member it was routed to.
+    pub(super) entry: PoolIx,
+    /// Handed off: the prefill member whose hold it keeps until its transfer ends.
+    pub(super) from: Option<PoolIx>,
+    /// Handed off and not yet admitted on the decode side: its admission there
+    /// reads the prompt over the link (R26).
+    pub(super) remote: bool,
     pub(super) state: State,
     pub(super) generated: u64,
     /// Units of its sequence whose KV exists (mirrors the pool's computed).
@@ -49,6 +57,12 @@ pub(super) struct Sess {
     pub(super) load_gen: u32,
     pub(super) first_token: f64,
     pub(super) last_token: f64,
+    /// Its first admission, its handoff, its first admission on the decode side and
+    /// the end of its transfer (NaN until they happen): the TTFT split (R27).
+    pub(super) t_admit: f64,
+    pub(super) t_handoff: f64,
+    pub(super) t_dadmit: f64,
+    pub(super) t_kv: f64,
     /// The trace's name for it, kept only under `Shared::keep_names`.
     pub(super) name: Option<Box<str>>,
 }
@@ -291,6 +305,9 @@ impl<'w> Host<'w> {
             prompt,
             output,
             pool,
+            entry: pool,
+            from: None,
+            remote: false,
             state: State::Pending,
             generated: 0,
             computed: 0,
@@ -301,6 +318,10 @@ impl<'w> Host<'w> {
             load_gen: 0,
             first_token: f64::NAN,
             last_token: f64::NAN,
+            t_admit: f64::NAN,
+            t_handoff: f64::NAN,
+            t_dadmit: f64::NAN,
+            t_kv: f64::NAN,
             name: if self.shared.keep_names {
                 s.name.as_deref().map(Box::from)
             } else {
@@ -316,7 +337,7 @@ impl<'w> Host<'w> {
         let w = &self.shared.sess;
         while w
             .get(self.live_from)
-            .is_some_and(|x| matches!(x.state, State::Done | State::Rejected))
+            .is_some_and(|x| matches!(x.state, State::Done | State::Rejected) && x.from.is_none())
         {
             self.live_from = SessionId(self.live_from.0 + 1);
         }
@@ -351,9 +372,20 @@ impl<'w> Host<'w> {
         };
         if self.router.is_some() {
             let p = self.route(s, &header);
-            self.shared.sess[s].pool = p;
+            let x = &mut self.shared.sess[s];
+            x.pool = p;
+            x.entry = p;
         }
         let p = self.shared.sess[s].pool;
+        // Where the session produces its tokens: here, or the family it is handed
+        // off to (R25), whose members share one cap.
+        let (cap_blocks, block) = match &self.info[p].handoff {
+            Some(h) => {
+                let d = self.targets[h.target].members[0];
+                (self.info[d].cap_blocks, self.info[d].block)
+            }
+            None => (self.info[p].cap_blocks, self.info[p].block),
+        };
         let info = &mut self.info[p];
         info.sessions += 1;
         let (prompt, output) = {
@@ -366,9 +398,12 @@ impl<'w> Host<'w> {
         // cap itself; this refuses one whose prompt fits but whose outputs never will,
         // which would otherwise be preempted and recomputed forever.
         let need = prompt + output - 1;
-        if let Some(cap) = info.cap_blocks
-            && Units(prompt).blocks_up(info.block) <= cap
-            && Units(need).blocks_up(info.block) > cap
+        let prompt_fits = info
+            .cap_blocks
+            .is_none_or(|cap| Units(prompt).blocks_up(info.block) <= cap);
+        if let Some(cap) = cap_blocks
+            && prompt_fits
+            && Units(need).blocks_up(block) > cap
         {
             info.host_rejected += 1;
             self.shared.sess[s].state = State::Rejected;

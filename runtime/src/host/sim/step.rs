@@ -55,6 +55,10 @@ pub(super) struct StepMember {
     pub(super) cont: Vec<(SessionId, u64)>,
     pub(super) preempted: Vec<SessionId>,
     pub(super) finished: Vec<SessionId>,
+    /// Sessions whose prompt the iteration completed in a pool that hands off (R25).
+    pub(super) handed: Vec<SessionId>,
+    /// Of `admitted`, the handed-off sessions whose transfer it started (R26).
+    pub(super) remote_admits: usize,
     pub(super) allocated: Vec<Units>,
     pub(super) cached: Vec<Units>,
     pub(super) ctx: Vec<f64>,
@@ -87,6 +91,8 @@ impl StepMember {
             cont: Vec::new(),
             preempted: Vec::new(),
             finished: Vec::new(),
+            handed: Vec::new(),
+            remote_admits: 0,
             allocated: Vec::new(),
             cached: Vec::new(),
             ctx: Vec::new(),
@@ -142,6 +148,8 @@ impl StepMember {
         self.admitted.clear();
         self.preempted.clear();
         self.finished.clear();
+        self.handed.clear();
+        self.remote_admits = 0;
     }
 
     /// An iteration of `tokens` starting at `t` and lasting `dt`, in the stage's totals.
@@ -236,9 +244,12 @@ impl Host<'_> {
             residents: self.steps[m].residents.len() as f64,
         };
         let st = &mut self.steps[m];
-        if st.took.is_empty() && st.preempted.is_empty() && st.admitted.is_empty() {
+        if st.took.is_empty() && st.preempted.is_empty() && st.admitted.len() == st.remote_admits {
             // Nothing could happen: the member idles until an arrival, a release in
-            // one of its pools or a completed load wakes it.
+            // one of its pools or a completed load wakes it. Admitting handed-off
+            // sessions alone runs no iteration either (R26): they take no tokens
+            // until their transfer ends, as vLLM's step with nothing scheduled runs
+            // no forward pass.
             return Ok(());
         }
         let mut n = Counts {
@@ -399,8 +410,14 @@ impl Host<'_> {
         };
         let shared = &self.shared;
         let units_for = |s: SessionId, hit: Hit, _: &Header| -> Option<Units> {
-            let seq = shared.sess.get(s)?.seq();
+            let x = shared.sess.get(s)?;
+            let seq = x.seq();
             let base = hit.local.0 + hit.tier.0;
+            // R26: a handed-off session allocates its prompt and reads what it
+            // does not hit over the link, taking no tokens meanwhile.
+            if x.remote {
+                return Some(Units(seq));
+            }
             if hit.tier.0 > 0 {
                 Some(Units(base))
             } else {
@@ -436,8 +453,16 @@ impl Host<'_> {
         x.admitted_once = true;
         x.state = State::Resident(m);
         x.computed = hit.0;
+        if x.t_admit.is_nan() {
+            x.t_admit = t;
+        }
+        let remote = x.remote;
         let prompt = x.prompt;
-        let tokens = if load.is_some() { 0 } else { units.0 - hit.0 };
+        let tokens = if load.is_some() || remote {
+            0
+        } else {
+            units.0 - hit.0
+        };
         let info = &mut self.info[p];
         if resumed {
             info.resumed_admissions += 1;
@@ -466,7 +491,11 @@ impl Host<'_> {
                 },
             )?;
         }
+        if remote {
+            self.start_transfer(p, session, hit.0, io)?;
+        }
         let st = &mut self.steps[m];
+        st.remote_admits += usize::from(remote);
         st.residents.push(session);
         if tokens > 0 {
             st.took.push(Take {
@@ -517,6 +546,10 @@ impl Host<'_> {
             // Room freed in a pool other members may be waiting on.
             self.wake_pool(p);
         }
+        for k in 0..self.steps[m].handed.len() {
+            let s = self.steps[m].handed[k];
+            self.hand_off(m, s, io)?;
+        }
         self.shared.stage_q[m].residents = self.steps[m].residents.len() as f64;
         if io.iterations() {
             self.tell_iteration(m, io)?;
@@ -546,14 +579,20 @@ impl Host<'_> {
             progress = true;
         }
         let (p, computed) = (x.pool, x.computed);
-        if computed == x.seq() {
+        if computed == x.seq() && x.generated == 0 && self.info[p].handoff.is_some() {
+            // R25: the prompt is computed on the prefill side; no token here.
+            self.steps[m].handed.push(s);
+        } else if computed == x.seq() {
             progress = true;
             x.generated += 1;
             x.caught_up = true;
             let moment = if x.first_token.is_nan() {
                 x.first_token = t;
                 // A fleet's report gives each entry member its own TTFT (R22).
-                self.info[p].ttft.push(t - x.arrival);
+                self.info[x.entry].ttft.push(t - x.arrival);
+                if !x.t_handoff.is_nan() {
+                    self.handoffs.first_token(x, t);
+                }
                 Latency::FirstToken {
                     session: s,
                     ttft: t - x.arrival,

@@ -4,7 +4,7 @@
 //! changes nothing a replay decides.
 
 use super::super::percentile::Latencies;
-use super::super::report::{LinkReport, PoolReport, Report, StageReport, ratio};
+use super::super::report::{HandoffReport, LinkReport, PoolReport, Report, StageReport, ratio};
 use super::Host;
 
 impl Host<'_> {
@@ -36,7 +36,7 @@ impl Host<'_> {
                 .iter()
                 .filter(|q| q.tier == Some(p))
                 .fold((0, 0), |(a, b), q| (a + q.tier_new, b + q.prompt_new));
-            let entry = !info.served_by.is_empty();
+            let entry = !info.served_by.is_empty() && !info.is_target;
             if entry {
                 hit += info.hit_new;
                 prompt += info.prompt_new;
@@ -122,10 +122,64 @@ impl Host<'_> {
                 name: l.name.clone(),
                 writes: l.writes,
                 loads: l.loads,
+                handoffs: l.handoffs,
                 work: l.work,
                 busy_seconds: l.busy,
             })
             .collect();
+        r.handoff = self.handoff_report(end);
         r
+    }
+
+    /// The handoffs' figures (R25–R27); `None` when no pool hands off.
+    fn handoff_report(&self, end: f64) -> Option<HandoffReport> {
+        if self.targets.is_empty() {
+            return None;
+        }
+        let h = &self.handoffs;
+        let n = h.first_tokens;
+        let mean = |x: f64| (n > 0).then(|| x / n as f64);
+        // Busy seconds over member-seconds of the step members admitting pools `side`
+        // picks, or of the links handoffs use.
+        let busy = |members: Vec<f64>| {
+            (end > 0.0 && !members.is_empty())
+                .then(|| members.iter().sum::<f64>() / (members.len() as f64 * end))
+        };
+        let mut prefill = Vec::new();
+        let mut decode = Vec::new();
+        for info in self.info.iter() {
+            let side = if info.is_target {
+                &mut decode
+            } else if info.handoff.is_some() {
+                &mut prefill
+            } else {
+                continue;
+            };
+            for &m in &info.served_by {
+                side.push(self.steps[m].busy);
+            }
+        }
+        let mut links: Vec<_> = self
+            .info
+            .iter()
+            .filter_map(|i| i.handoff.as_ref().map(|h| h.link))
+            .collect();
+        links.sort_by_key(|l| l.0);
+        links.dedup();
+        Some(HandoffReport {
+            handoffs: h.handoffs,
+            transfers: h.transfers,
+            units: h.units,
+            count: n,
+            ttft_mean: mean(h.parts.iter().sum()),
+            queue: mean(h.parts[0]),
+            prefill: mean(h.parts[1]),
+            decode_queue: mean(h.parts[2]),
+            transfer: mean(h.parts[3]),
+            first_decode: mean(h.parts[4]),
+            prefill_busy: busy(prefill),
+            decode_busy: busy(decode),
+            link_busy: busy(links.iter().map(|&l| self.links[l].busy).collect()),
+        })
     }
 }
