@@ -144,6 +144,7 @@ enum SiteArg {
     Work,
     Time,
     Route,
+    Handoff,
 }
 
 impl SiteArg {
@@ -156,6 +157,7 @@ impl SiteArg {
             SiteArg::Work => eval::Site::Work,
             SiteArg::Time => eval::Site::Time,
             SiteArg::Route => eval::Site::Route,
+            SiteArg::Handoff => eval::Site::Handoff,
         }
     }
 }

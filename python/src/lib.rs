@@ -202,7 +202,8 @@ impl Spec {
     }
 
     /// The IR facts a Python host checks a spec against: per pool its name, family
-    /// size, `cap` (None: inf), `block`, whether it spills and routes, its `admit via` stage,
+    /// size, `cap` (None: inf), `block`, whether it spills and routes, the pool it hands
+    /// off to (None: none), its `admit via` stage,
     /// and its queue, evict, preempt and requeue modes; per stage its name, family
     /// size, kind, `budget`, `seats` and `chunk` (None: inf, or a link).
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -222,6 +223,11 @@ impl Spec {
             d.set_item("spill", pool.spill.is_some())?;
             // R22: whether sessions are routed between the family's members.
             d.set_item("route", pool.route.is_some())?;
+            // R25: the family its sessions continue in once their prompt is computed.
+            d.set_item(
+                "handoff",
+                pool.handoff.as_ref().map(|h| p.pool(h.target).name.clone()),
+            )?;
             d.set_item(
                 "admit_via",
                 pool.admit_via.map(|j| p.stage(j.target).name.clone()),

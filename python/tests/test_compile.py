@@ -105,6 +105,8 @@ def test_set_overrides_a_param_as_the_cli_does(cli):
             {"prompt": 300, "hit(kv)": 64, "tier_hit(kv)": 32, "used(kv)": 1600},
             113.25,
         ),
+        # a handoff's work (R26): 100 units of Llama-3.1-8B's KV at 128 KiB each.
+        ("examples/disagg/split.pool", "pkv", "handoff", {"units": 100}, 13107200.0),
     ],
 )
 def test_eval_is_what_poolc_eval_prints(cli, example, pool, site, inputs, first):

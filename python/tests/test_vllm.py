@@ -207,6 +207,11 @@ def test_settings_come_from_additional_config_or_the_environment(monkeypatch):
         ("pool kv { preempt lifo; evict by (waiting); admit via e; }", "waiting"),
         ("pool kv[2] { preempt lifo; admit via e; }", "family"),
         ("pool kv[2] { preempt lifo; admit via e; route by (queued(kv)); }", "has no router"),
+        (
+            "stage d { step; } stage l { link; } pool kv { preempt lifo; admit via e; handoff dk via l (units); } "
+            "pool dk { admit via d; }",
+            "one vLLM engine cannot run both sides",
+        ),
         ("pool t { } stage l { link; } pool kv { preempt lifo; spill t via l (1) when (1); admit via e; }", "spills"),
         ("pool kv { preempt lifo; queue by (budget_left(e)); admit via e; }", "budget_left"),
     ],

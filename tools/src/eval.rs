@@ -48,10 +48,12 @@ pub enum Site {
     Time,
     /// `route by (…)` (R22): one value per key for one member, on the route layout.
     Route,
+    /// A `handoff`'s work (R26), on the handoff layout.
+    Handoff,
 }
 
 impl Site {
-    pub const ALL: [Site; 7] = [
+    pub const ALL: [Site; 8] = [
         Site::Queue,
         Site::Evict,
         Site::Preempt,
@@ -59,6 +61,7 @@ impl Site {
         Site::Work,
         Site::Time,
         Site::Route,
+        Site::Handoff,
     ];
 
     pub fn name(self) -> &'static str {
@@ -70,6 +73,7 @@ impl Site {
             Site::Work => "work",
             Site::Time => "time",
             Site::Route => "route",
+            Site::Handoff => "handoff",
         }
     }
 
@@ -135,7 +139,7 @@ impl fmt::Display for EvalError {
             }
             EvalError::UnknownSite(s) => write!(
                 f,
-                "unknown site `{s}`; expected one of queue, evict, preempt, pred, work, time, route"
+                "unknown site `{s}`; expected one of queue, evict, preempt, pred, work, time, route, handoff"
             ),
             EvalError::SiteAbsent { pool, site, why } => {
                 write!(f, "pool `{pool}` has no {} expressions: {why}", site.name())
@@ -250,6 +254,7 @@ impl SiteRef {
             }
             Site::Pred | Site::Work if pool.spill.is_none() => Err(absent("it does not spill")),
             Site::Route if pool.route.is_none() => Err(absent("it has no `route by`")),
+            Site::Handoff if pool.handoff.is_none() => Err(absent("it does not hand off")),
             _ => Ok(SiteRef::Pool(id, site)),
         }
     }
@@ -277,6 +282,10 @@ impl SiteRef {
                         Some(r) => (&r.layout, r.keys.as_slice()),
                         None => unreachable!("SiteRef::find admits only sites the pool has"),
                     },
+                    (Site::Handoff, _, _) => match &pool.handoff {
+                        Some(h) => (&h.layout, std::slice::from_ref(&h.work)),
+                        None => unreachable!("SiteRef::find admits only sites the pool has"),
+                    },
                     _ => unreachable!("SiteRef::find admits only sites the pool has"),
                 }
             }
@@ -296,6 +305,7 @@ impl SiteRef {
                     Site::Pred => policy.spill.as_ref().expect(missing).pred(row, ctx),
                     Site::Work => policy.spill.as_ref().expect(missing).work(row, ctx),
                     Site::Route => policy.route.as_ref().expect(missing).key(i, row, ctx),
+                    Site::Handoff => policy.handoff.as_ref().expect(missing).work(row, ctx),
                     Site::Time => unreachable!("a pool site is never Time"),
                 }
             }

@@ -130,23 +130,35 @@ fn metrics_default_and_slo_metrics_are_collected_too() {
 
 #[test]
 fn every_metric_of_the_catalogue_is_a_number_of_a_real_report() {
-    let spec = poolc::compile(
-        &std::fs::read_to_string(root().join("examples/policies/fifo.pool")).unwrap(),
-        &poolc::Options::default(),
-    )
-    .unwrap();
-    let w = poolrt::trace::synthetic(50, 1);
-    let report = poolc_tools::run::replay(&spec, &w, poolc_tools::run::Watch::default()).unwrap();
-    let all: Vec<_> = metrics::CATALOGUE.to_vec();
-    let texts = metrics::values(&report, &all).unwrap();
-    let json = serde_json::to_value(&report).unwrap();
-    for (m, t) in all.iter().zip(&texts) {
+    // The handoff metrics (R27) are read from a spec that hands off, the others
+    // from a plain one.
+    let replay = |path: &str| {
+        let spec = poolc::compile(
+            &std::fs::read_to_string(root().join(path)).unwrap(),
+            &poolc::Options::default(),
+        )
+        .unwrap();
+        let w = poolrt::trace::synthetic(50, 1);
+        poolc_tools::run::replay(&spec, &w, poolc_tools::run::Watch::default()).unwrap()
+    };
+    let plain = replay("examples/policies/fifo.pool");
+    let split = replay("examples/disagg/split.pool");
+    for m in metrics::CATALOGUE {
+        let handoff = m.name.starts_with("handoff_") || m.name.ends_with("_busy");
+        let report = if handoff { &split } else { &plain };
+        let t = &metrics::values(report, &[m]).unwrap()[0];
+        let json = serde_json::to_value(report).unwrap();
         assert!(metrics::number(t).is_some(), "{} is {t}", m.name);
-        // Independently: the flat name is the field, or field_percentile.
-        let want = json.get(m.name).cloned().unwrap_or_else(|| {
-            let (field, p) = m.name.rsplit_once('_').unwrap();
-            json[field][p].clone()
-        });
+        // Independently: the flat name is the field, or field_percentile, or a field
+        // of the report's `handoff`.
+        let want = if handoff {
+            json["handoff"][m.name.trim_start_matches("handoff_")].clone()
+        } else {
+            json.get(m.name).cloned().unwrap_or_else(|| {
+                let (field, p) = m.name.rsplit_once('_').unwrap();
+                json[field][p].clone()
+            })
+        };
         assert_eq!(want.to_string(), *t, "{}", m.name);
     }
 }
@@ -300,5 +312,59 @@ fn the_bundled_fleet_grid_sizes_the_fleet_from_a_param() {
         p.points.len(),
         10,
         "(1 + 1 + 3 prefix weights) × 2 fleet sizes"
+    );
+}
+
+#[test]
+fn the_bundled_disagg_grid_sweeps_the_split_and_the_link() {
+    // `prefills` sizes pkv, pgpu and nic, and `decodes = gpus - prefills` follows it
+    // (R25's families): 3 splits × 5 link rates × 2 traces, every one checking.
+    let p = Plan::load(
+        &root().join("examples/sweeps/disagg.toml"),
+        SearchChoice::Grid,
+    )
+    .unwrap();
+    p.check().unwrap();
+    assert_eq!(p.points.len(), 30, "3 splits × 5 link rates × 2 traces");
+}
+
+#[test]
+fn handoff_metrics_read_the_reports_handoff_split() {
+    // The catalogue's R27 metrics are the report's `handoff` fields, and `null` for a
+    // report without one.
+    let names = [
+        "handoff_queue",
+        "handoff_prefill",
+        "handoff_decode_queue",
+        "handoff_transfer",
+        "handoff_first_decode",
+        "prefill_busy",
+        "decode_busy",
+        "link_busy",
+    ];
+    let ms: Vec<_> = names.iter().map(|n| metrics::find(n).unwrap()).collect();
+    let mut report = poolrt::host::Report::default();
+    assert!(
+        metrics::values(&report, &ms)
+            .unwrap()
+            .iter()
+            .all(|v| v == "null")
+    );
+    report.handoff = Some(poolrt::host::HandoffReport {
+        queue: Some(0.5),
+        prefill: Some(1.5),
+        decode_queue: Some(0.25),
+        transfer: Some(0.125),
+        first_decode: Some(2.0),
+        prefill_busy: Some(0.75),
+        decode_busy: Some(0.5),
+        link_busy: Some(0.0625),
+        ..Default::default()
+    });
+    assert_eq!(
+        metrics::values(&report, &ms).unwrap(),
+        [
+            "0.5", "1.5", "0.25", "0.125", "2.0", "0.75", "0.5", "0.0625"
+        ]
     );
 }

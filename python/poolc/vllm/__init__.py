@@ -93,6 +93,14 @@ class _Policy:
                 "fleet, and a vLLM engine is one replica that has no router (vLLM does not route "
                 "requests; replay the fleet with `poolc run`, docs/FLEET.md)"
             )
+        handing = [p for p in shape["pools"] if p["handoff"]]
+        if handing:
+            raise ConfigError(
+                f"poolc.vllm cannot honour pool `{handing[0]['name']}`: `handoff "
+                f"{handing[0]['handoff']}` moves each prompt's KV to another engine (R25), and one "
+                "vLLM engine cannot run both sides (run prefill and decode instances with a KV "
+                "connector; replay the split with `poolc run`, docs/DISAGG.md)"
+            )
         steps = [s for s in shape["stages"] if s["kind"] == "step"]
         if len(steps) != 1 or steps[0]["count"] != 1:
             raise ConfigError("poolc.vllm: the spec must have exactly one step stage of one member (vLLM's engine)")

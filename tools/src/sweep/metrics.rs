@@ -64,7 +64,7 @@ macro_rules! dist {
 }
 
 /// Every metric a grid may name, in the order docs/SWEEP.md lists them.
-pub const CATALOGUE: [Metric; 30] = [
+pub const CATALOGUE: [Metric; 38] = [
     top!("sessions", Most),
     top!("finished", Most),
     top!("rejected", Least),
@@ -110,6 +110,16 @@ pub const CATALOGUE: [Metric; 30] = [
         within: Some("count"),
         best: Best::Most,
     },
+    // R27: the mean TTFT of handed-off sessions in parts, and how busy each side and
+    // the links were (`null` for a spec that does not hand off).
+    dist!("handoff_queue", "handoff", "queue"),
+    dist!("handoff_prefill", "handoff", "prefill"),
+    dist!("handoff_decode_queue", "handoff", "decode_queue"),
+    dist!("handoff_transfer", "handoff", "transfer"),
+    dist!("handoff_first_decode", "handoff", "first_decode"),
+    dist!("prefill_busy", "handoff", "prefill_busy"),
+    dist!("decode_busy", "handoff", "decode_busy"),
+    dist!("link_busy", "handoff", "link_busy"),
 ];
 
 /// The metrics a grid collects when it names none.
