@@ -355,7 +355,7 @@ fn manifest_gives_format_pools_layouts_keys_and_read_sets() {
     let m = manifest::parse(&text).expect("the manifest is JSON");
     let s = |v: &str| manifest::Json::String(v.into());
     let n = |v: &str| manifest::Json::Number(v.into());
-    assert_eq!(m.get("format"), Some(&n("4")));
+    assert_eq!(m.get("format"), Some(&n("5")));
     let manifest::Json::Array(pools) = m.get("pools").expect("pools") else {
         panic!("pools is an array")
     };

@@ -543,6 +543,19 @@ fn r22_route_by_with_every_and_remember_parses() {
 }
 
 #[test]
+fn r25_handoff_parses() {
+    let kinds = pool_options("pool pkv { handoff dkv via nic (units * kv_bytes); }");
+    assert_eq!(
+        kinds,
+        [PoolOptionKind::Handoff(HandoffClause {
+            target: id("dkv"),
+            link: id("nic"),
+            work: bin(BinaryOp::Mul, var("units"), var("kv_bytes")),
+        })]
+    );
+}
+
+#[test]
 fn d5_option_and_declaration_spans() {
     let src = "pool kv {\n  cap 10;\n  spill host via pcie (units) when (size > 1);\n}";
     let spec = parse_ok(src);
@@ -732,7 +745,7 @@ fn parse_error_unknown_pool_option() {
     let d = only_diagnostic(src);
     assert_eq!(
         d.message,
-        "expected a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`) or `}`, found `capacity`"
+        "expected a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`, `handoff`) or `}`, found `capacity`"
     );
     assert_eq!(primary_text(src, &d), "capacity");
 }
@@ -1418,6 +1431,8 @@ fn pool_option() -> impl Strategy<Value = PoolOption> {
                 pred,
             })
         }),
+        (ident(), ident(), expression())
+            .prop_map(|(target, link, work)| K::Handoff(HandoffClause { target, link, work })),
     ]
     .prop_map(|kind| PoolOption {
         kind,

@@ -1,7 +1,9 @@
 //! The IR: a checked spec with every name resolved, every constant folded and every
 //! expression rewritten over row and context slots. It is the contract between the
 //! front end, the interpreter, code generation and the runtime. It holds no spans and
-//! no strings that need resolving; it never refers back to the AST.
+//! no strings that need resolving; it never refers back to the AST. This file is long
+//! because it is one job: the IR's types, each with the few methods that read it,
+//! which every other layer names; the verifier, printers and writer live beside it.
 
 use std::collections::BTreeSet;
 use std::fmt;
