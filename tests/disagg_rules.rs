@@ -181,3 +181,40 @@ fn r25_the_arrival_check_reads_the_decode_side_cap() {
     assert_eq!((r.report.rejected, r.report.computed_tokens), (1, 0));
     assert_eq!(r.report.handoff.clone().unwrap().handoffs, 0);
 }
+
+#[test]
+fn r25_every_disaggregated_example_replays_the_same_report_and_log_twice() {
+    // Determinism across both routes, the handoffs and the links: the same
+    // workload gives the same report and log bytes, and a handoff happened.
+    let mut workload = trace::synthetic(600, 5);
+    workload.scale_rate(4.0);
+    let dir = build_support::repo().join("examples/disagg");
+    let mut specs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
+        .collect();
+    specs.sort();
+    assert_eq!(specs.len(), 2, "{specs:?}");
+    for spec in specs {
+        let text = std::fs::read_to_string(&spec).unwrap();
+        let run = || {
+            let c = poolc::compile(&text, &poolc::Options::default()).unwrap();
+            let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
+            let mut log = Vec::new();
+            let report = Host::new(config, &workload)
+                .unwrap()
+                .run(RunOptions {
+                    log: Some(&mut log),
+                    ..RunOptions::default()
+                })
+                .unwrap();
+            (report, log)
+        };
+        let (a, b) = (run(), run());
+        assert_eq!(a.0.to_json(), b.0.to_json(), "{}", spec.display());
+        assert!(a.1 == b.1, "{}: the logs differ", spec.display());
+        let h = a.0.handoff.unwrap();
+        assert_eq!((h.handoffs, a.0.finished), (600, 600), "{}", spec.display());
+    }
+}

@@ -40,7 +40,13 @@ def test_run_equals_the_cli_on_a_bundled_trace(cli, trace):
 
 @pytest.mark.parametrize(
     "example",
-    ["examples/tiered.pool", "examples/replicas.pool", "examples/fleet/llm_d.pool", "examples/fleet/llm_d_approx.pool"],
+    [
+        "examples/tiered.pool",
+        "examples/replicas.pool",
+        "examples/fleet/llm_d.pool",
+        "examples/fleet/llm_d_approx.pool",
+        "examples/disagg/least_queued.pool",
+    ],
 )
 def test_run_equals_the_cli_on_a_synthetic_workload(cli, example):
     want = cli_report(cli, example, "--synthetic", "3000", "--seed", "7")
