@@ -13,8 +13,8 @@ mod build_support;
 use std::path::Path;
 
 use build_support::{
-    TempDir, aarch64, build_so, corpus_program, draw, example_program, examples, host, options,
-    seeded, value,
+    TempDir, aarch64, build_so, corpus_program, draw, draw_row_ctx, example_program, examples,
+    host, options, seeded, value,
 };
 use poolc::Compiled;
 use poolc::aot::load::{self, LoadError};
@@ -121,14 +121,7 @@ fn check_program(name: &str, program: &Program, so: &Compiled, jit: &Compiled, s
             (Some(s), Some(j)) => {
                 assert_eq!(s.shape(), j.shape());
                 for _ in 0..DRAWS {
-                    let row = draw(
-                        &mut runner,
-                        &proptest::collection::vec(value(), s.shape().row),
-                    );
-                    let ctx = draw(
-                        &mut runner,
-                        &proptest::collection::vec(value(), s.shape().ctx),
-                    );
+                    let (row, ctx) = draw_row_ctx(&mut runner, s.shape());
                     let at = format!("{what} on {row:?} ctx {ctx:?}");
                     assert_bits(
                         &format!("{at} pred"),
@@ -149,14 +142,7 @@ fn check_program(name: &str, program: &Program, so: &Compiled, jit: &Compiled, s
             (Some(s), Some(j), Some(_)) => {
                 assert_eq!(s.shape(), j.shape());
                 for _ in 0..DRAWS {
-                    let row = draw(
-                        &mut runner,
-                        &proptest::collection::vec(value(), s.shape().row),
-                    );
-                    let ctx = draw(
-                        &mut runner,
-                        &proptest::collection::vec(value(), s.shape().ctx),
-                    );
+                    let (row, ctx) = draw_row_ctx(&mut runner, s.shape());
                     let at = format!("{what} handoff on {row:?} ctx {ctx:?}");
                     assert_bits(&at, s.work(&row, &ctx), j.work(&row, &ctx));
                 }

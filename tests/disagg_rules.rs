@@ -9,7 +9,7 @@
 mod build_support;
 
 use build_support::TempDir;
-use poolrt::host::{Host, LatencySamples, Report, RunOptions};
+use poolrt::host::{LatencySamples, Report};
 use poolrt::trace;
 
 /// `DCAP` and `DPREEMPT` set the decode pool's cap and preemption.
@@ -31,20 +31,7 @@ fn run(spec: &str, trace_jsonl: &str) -> Run {
     let path = dir.path.join("w.jsonl");
     std::fs::write(&path, trace_jsonl).unwrap();
     let workload = trace::read_path(&path, None).unwrap();
-    let compiled = poolc::compile(spec, &poolc::Options::default())
-        .unwrap_or_else(|d| panic!("{spec}: {d:?}"));
-    let config =
-        poolc::bridge::host_config(compiled.program(), compiled.pools(), compiled.stages())
-            .unwrap();
-    let mut log = Vec::new();
-    let report = Host::new(config, &workload)
-        .unwrap()
-        .run(RunOptions {
-            log: Some(&mut log),
-            latencies: LatencySamples::Exact,
-            ..RunOptions::default()
-        })
-        .unwrap();
+    let (report, log) = build_support::replay_logged(spec, &workload, LatencySamples::Exact);
     let log = String::from_utf8(log)
         .unwrap()
         .lines()
@@ -188,33 +175,32 @@ fn r25_every_disaggregated_example_replays_the_same_report_and_log_twice() {
     // workload gives the same report and log bytes, and a handoff happened.
     let mut workload = trace::synthetic(600, 5);
     workload.scale_rate(4.0);
-    let dir = build_support::repo().join("examples/disagg");
-    let mut specs: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
-        .collect();
-    specs.sort();
+    let specs = build_support::specs_in("examples/disagg");
     assert_eq!(specs.len(), 2, "{specs:?}");
     for spec in specs {
         let text = std::fs::read_to_string(&spec).unwrap();
-        let run = || {
-            let c = poolc::compile(&text, &poolc::Options::default()).unwrap();
-            let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
-            let mut log = Vec::new();
-            let report = Host::new(config, &workload)
-                .unwrap()
-                .run(RunOptions {
-                    log: Some(&mut log),
-                    ..RunOptions::default()
-                })
-                .unwrap();
-            (report, log)
-        };
+        let run = || build_support::replay_logged(&text, &workload, LatencySamples::Sketch);
         let (a, b) = (run(), run());
         assert_eq!(a.0.to_json(), b.0.to_json(), "{}", spec.display());
         assert!(a.1 == b.1, "{}: the logs differ", spec.display());
         let h = a.0.handoff.unwrap();
         assert_eq!((h.handoffs, a.0.finished), (600, 600), "{}", spec.display());
     }
+}
+
+#[test]
+fn r26_an_exclusive_prefill_decode_stage_starts_every_transfer_at_once() {
+    // R16 admits one prefill an iteration, but a handed-off session reading its
+    // prompt takes no tokens (R26): at 1 both sessions are admitted and their reads
+    // queue on the link back to back, as without `serve exclusive prefill`.
+    let exclusive = SPEC.replace(
+        "stage d { step;",
+        "stage d { step; serve exclusive prefill;",
+    );
+    let spec = exclusive.replace("DCAP", "1000").replace("DPREEMPT", "");
+    let r = run(&spec, &[session(8, 2), session(8, 2)].concat());
+    let s0_kv = 1.0 + 8.0 / 100.0;
+    assert_eq!(times(&r, "transfer", 1, "dkv"), at(&[1.0]));
+    assert_eq!(times(&r, "received", 1, "dkv"), at(&[s0_kv + 8.0 / 100.0]));
+    assert_eq!(r.report.handoff.clone().unwrap().transfers, 2);
 }

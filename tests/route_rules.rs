@@ -8,7 +8,7 @@
 mod build_support;
 
 use build_support::TempDir;
-use poolrt::host::{Host, RunOptions};
+use poolrt::host::LatencySamples;
 use poolrt::trace;
 
 /// Two members of 1,000 units in blocks of 4, one seat each, a slow engine (10 s per
@@ -28,20 +28,7 @@ fn members(spec: &str, trace_jsonl: &str) -> Vec<u32> {
     let path = dir.path.join("w.jsonl");
     std::fs::write(&path, trace_jsonl).unwrap();
     let workload = trace::read_path(&path, None).unwrap();
-    let compiled = poolc::compile(spec, &poolc::Options::default())
-        .unwrap_or_else(|d| panic!("{spec}: {d:?}"));
-    let config =
-        poolc::bridge::host_config(compiled.program(), compiled.pools(), compiled.stages())
-            .unwrap();
-    let mut log = Vec::new();
-    Host::new(config, &workload)
-        .unwrap()
-        .run(RunOptions {
-            log: Some(&mut log),
-            allow_unfinished: true,
-            ..RunOptions::default()
-        })
-        .unwrap();
+    let (_, log) = build_support::replay_logged(spec, &workload, LatencySamples::Sketch);
     let mut out: Vec<Option<u32>> = vec![None; workload.sessions.len()];
     for line in String::from_utf8(log).unwrap().lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -227,16 +214,7 @@ fn r22_the_round_robin_fleet_replays_byte_for_byte_as_the_fleet_without_route() 
     let mut workload = trace::synthetic(1500, 3);
     workload.scale_rate(4.0);
     let run = |spec: &str| {
-        let c = poolc::compile(spec, &poolc::Options::default()).unwrap();
-        let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
-        let mut log = Vec::new();
-        let report = Host::new(config, &workload)
-            .unwrap()
-            .run(RunOptions {
-                log: Some(&mut log),
-                ..RunOptions::default()
-            })
-            .unwrap();
+        let (report, log) = build_support::replay_logged(spec, &workload, LatencySamples::Sketch);
         (report.to_text(), log)
     };
     let (a, b) = (run(&routed), run(&plain));
@@ -251,31 +229,13 @@ fn r22_every_fleet_example_replays_the_same_report_and_log_twice() {
     // BTreeMap) is ever iterated; nothing else of a replay depends on hash order.
     let mut workload = trace::synthetic(800, 11);
     workload.scale_rate(4.0);
-    let fleet = build_support::repo().join("examples/fleet");
-    let mut specs: Vec<_> = std::fs::read_dir(&fleet)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
-        .collect();
-    specs.sort();
+    let specs = build_support::specs_in("examples/fleet");
     assert_eq!(specs.len(), 7, "{specs:?}");
     for spec in specs {
         let text = std::fs::read_to_string(&spec).unwrap();
-        let run = || {
-            let c = poolc::compile(&text, &poolc::Options::default()).unwrap();
-            let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
-            let mut log = Vec::new();
-            let report = Host::new(config, &workload)
-                .unwrap()
-                .run(RunOptions {
-                    log: Some(&mut log),
-                    ..RunOptions::default()
-                })
-                .unwrap();
-            (report.to_text(), log)
-        };
+        let run = || build_support::replay_logged(&text, &workload, LatencySamples::Sketch);
         let (a, b) = (run(), run());
-        assert_eq!(a.0, b.0, "{}", spec.display());
+        assert_eq!(a.0.to_text(), b.0.to_text(), "{}", spec.display());
         assert!(a.1 == b.1, "{}: the logs differ", spec.display());
     }
 }

@@ -110,6 +110,7 @@ ui_cases! {
     r25_handoff_chain,
     r25_handoff_into_self,
     r25_handoff_not_entry,
+    r25_handoff_same_stage,
     r25_handoff_target_not_admitted,
     r25_handoff_target_routes_by_hit,
     r25_handoff_target_spills,

@@ -167,3 +167,7 @@ def test_shape_gives_what_a_host_checks():
     (engine,) = shape["stages"]
     assert (engine["kind"], engine["budget"], engine["seats"], engine["chunk"]) == ("step", 8192, 256, None)
     assert dict(shape["defaults"])["priority"] == 0.0
+    # R25: the pool a family hands off to, else None.
+    pools = poolc.compile("examples/disagg/split.pool").shape()["pools"]
+    assert [(p["name"], p["handoff"]) for p in pools] == [("pkv", "dkv"), ("dkv", None)]
+    assert kv["handoff"] is None

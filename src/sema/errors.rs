@@ -367,7 +367,7 @@ pub fn handoff_target(
     )
     .primary(span, "the handoff")
     .secondary(target_span, format!("`{target}` is declared here"))
-    .note("a handoff target is a pool family admitted via a step stage that neither hands off nor spills (R25)")
+    .note("a handoff target is a pool family admitted via another step stage, that neither hands off nor spills (R25)")
 }
 
 pub fn route_one_member(pool: &str, span: Span) -> Diagnostic {

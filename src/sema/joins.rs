@@ -3,6 +3,7 @@
 //! join, and the spill graph checked for cycles. It only resolves and checks; the
 //! IR it returns is assembled by `mod.rs`, and all wording is `errors.rs`'s.
 
+use crate::diag::Diagnostic;
 use crate::ir::{
     Handoff, Input, Join, JoinClause, JoinRule, Pool, PoolId, Probe, SiteExpr, Spill, StageId,
 };
@@ -39,58 +40,21 @@ impl Checker<'_> {
         owner: Owner<'_>,
     ) -> Option<Spill> {
         let decl = self.pools[pool];
-        let tier = match self.symbols.get(&spill.tier.name) {
-            Some((Sym::Pool(t), _)) if t == pool => {
-                self.error(errors::spill_into_self(&decl.name.name, spill.tier.span));
-                None
-            }
-            Some((Sym::Pool(t), _)) => {
+        let tier = self
+            .other_pool(pool, &spill.tier, "spill", errors::spill_into_self)
+            .and_then(|t| {
                 let rule = self.join(
                     "`spill`",
                     (&decl.name, self.pool_counts[pool]),
                     (&self.pools[t].name, self.pool_counts[t]),
                     JoinClause::Spill,
-                );
-                rule.map(|rule| Join {
+                )?;
+                Some(Join {
                     target: PoolId(t as u32),
                     rule,
                 })
-            }
-            Some((sym, span)) => {
-                self.error(errors::wrong_kind(
-                    "spill",
-                    "a pool",
-                    &spill.tier.name,
-                    sym.describe(),
-                    spill.tier.span,
-                    span,
-                ));
-                None
-            }
-            None => {
-                let cand = self.symbols.names_where(|s| matches!(s, Sym::Pool(_)));
-                self.error(errors::unknown_name(
-                    &spill.tier.name,
-                    spill.tier.span,
-                    suggest(&spill.tier.name, cand),
-                ));
-                None
-            }
-        };
-        let link = self
-            .resolve_stage(&spill.link, "spill … via", "a link stage", StageKind::Link)
-            .and_then(|l| {
-                let rule = self.join(
-                    "`spill … via`",
-                    (&decl.name, self.pool_counts[pool]),
-                    (&self.stages[l].name, self.stage_counts[l]),
-                    JoinClause::Spill,
-                )?;
-                Some(Join {
-                    target: StageId(l as u32),
-                    rule,
-                })
             });
+        let link = self.link(pool, &spill.link, "spill … via");
         b.site = Site::SpillWork;
         let work = self
             .lower(&spill.work, b, Some(owner))
@@ -115,6 +79,66 @@ impl Checker<'_> {
         })
     }
 
+    /// The pool `id` names in `clause` of pool `pool`: a pool other than `pool`
+    /// (`into_self` words the error when it is `pool` itself).
+    fn other_pool(
+        &mut self,
+        pool: usize,
+        id: &ast::Ident,
+        clause: &str,
+        into_self: fn(&str, Span) -> Diagnostic,
+    ) -> Option<usize> {
+        match self.symbols.get(&id.name) {
+            Some((Sym::Pool(t), _)) if t == pool => {
+                self.error(into_self(&self.pools[pool].name.name, id.span));
+                None
+            }
+            Some((Sym::Pool(t), _)) => Some(t),
+            found => {
+                self.misnamed(id, clause, "a pool", found, |s| matches!(s, Sym::Pool(_)));
+                None
+            }
+        }
+    }
+
+    /// K2, name: `id` in `clause` names `found`, which is not `expected`, or nothing
+    /// (then the names `wanted` accepts are the suggestions).
+    fn misnamed(
+        &mut self,
+        id: &ast::Ident,
+        clause: &str,
+        expected: &str,
+        found: Option<(Sym, Span)>,
+        wanted: fn(Sym) -> bool,
+    ) {
+        let d = match found {
+            Some((sym, span)) => {
+                errors::wrong_kind(clause, expected, &id.name, sym.describe(), id.span, span)
+            }
+            None => {
+                let cand = self.symbols.names_where(wanted);
+                errors::unknown_name(&id.name, id.span, suggest(&id.name, cand))
+            }
+        };
+        self.error(d);
+    }
+
+    /// K1, K2: the link stage `id` that `clause` of pool `pool` names, joined with it.
+    fn link(&mut self, pool: usize, id: &ast::Ident, clause: &str) -> Option<Join<StageId>> {
+        let decl = self.pools[pool];
+        let l = self.resolve_stage(id, clause, "a link stage", StageKind::Link)?;
+        let rule = self.join(
+            &format!("`{clause}`"),
+            (&decl.name, self.pool_counts[pool]),
+            (&self.stages[l].name, self.stage_counts[l]),
+            JoinClause::Spill,
+        )?;
+        Some(Join {
+            target: StageId(l as u32),
+            rule,
+        })
+    }
+
     /// `handoff POOL via LINK (work);` (R25): the target resolved to a pool other than
     /// this one, the link to a link stage joined by K1, the work on its own site. What
     /// the target must be (admitted, neither handing off nor spilling) is checked once
@@ -125,48 +149,8 @@ impl Checker<'_> {
         h: &ast::HandoffClause,
         owner: Owner<'_>,
     ) -> Option<Handoff> {
-        let decl = self.pools[pool];
-        let target = match self.symbols.get(&h.target.name) {
-            Some((Sym::Pool(t), _)) if t == pool => {
-                self.error(errors::handoff_into_self(&decl.name.name, h.target.span));
-                None
-            }
-            Some((Sym::Pool(t), _)) => Some(PoolId(t as u32)),
-            Some((sym, span)) => {
-                self.error(errors::wrong_kind(
-                    "handoff",
-                    "a pool",
-                    &h.target.name,
-                    sym.describe(),
-                    h.target.span,
-                    span,
-                ));
-                None
-            }
-            None => {
-                let cand = self.symbols.names_where(|s| matches!(s, Sym::Pool(_)));
-                self.error(errors::unknown_name(
-                    &h.target.name,
-                    h.target.span,
-                    suggest(&h.target.name, cand),
-                ));
-                None
-            }
-        };
-        let link = self
-            .resolve_stage(&h.link, "handoff … via", "a link stage", StageKind::Link)
-            .and_then(|l| {
-                let rule = self.join(
-                    "`handoff … via`",
-                    (&decl.name, self.pool_counts[pool]),
-                    (&self.stages[l].name, self.stage_counts[l]),
-                    JoinClause::Spill,
-                )?;
-                Some(Join {
-                    target: StageId(l as u32),
-                    rule,
-                })
-            });
+        let target = self.other_pool(pool, &h.target, "handoff", errors::handoff_into_self);
+        let link = self.link(pool, &h.link, "handoff … via");
         let mut b = SiteBuilder::new(Site::Handoff);
         let work = self.lower(&h.work, &mut b, Some(owner));
         let reads = b.take_reads();
@@ -174,16 +158,16 @@ impl Checker<'_> {
         let mut expr = work?;
         remap.apply(&mut expr);
         Some(Handoff {
-            target: target?,
+            target: PoolId(target? as u32),
             link: link?,
             work: SiteExpr { expr, reads },
             layout,
         })
     }
 
-    /// R25: a handoff leaves an entry family for a family a step stage admits, which
-    /// itself neither hands off nor spills (this compiler), nor routes by what its
-    /// cache holds.
+    /// R25: a handoff leaves an entry family for a family another step stage admits,
+    /// which itself neither hands off nor spills (this compiler), nor routes by what
+    /// its cache holds.
     pub(super) fn check_handoffs(&mut self, pools: &[Pool]) {
         for (i, p) in pools.iter().enumerate() {
             let Some(h) = &p.handoff else { continue };
@@ -201,6 +185,14 @@ impl Checker<'_> {
                     &tname.name,
                     tname.span,
                     "is not admitted via a step stage: nothing would serve the sessions there",
+                ))
+            } else if target.admit_via.map(|j| j.target) == p.admit_via.map(|j| j.target) {
+                Some(errors::handoff_target(
+                    &name,
+                    span,
+                    &tname.name,
+                    tname.span,
+                    "is admitted via the same step stage: a prefill hold would be a resident of the decode side's stage",
                 ))
             } else if target.handoff.is_some() {
                 Some(errors::handoff_target(
@@ -272,24 +264,8 @@ impl Checker<'_> {
                     None
                 }
             }
-            Some((sym, span)) => {
-                self.error(errors::wrong_kind(
-                    clause,
-                    expected,
-                    &id.name,
-                    sym.describe(),
-                    id.span,
-                    span,
-                ));
-                None
-            }
-            None => {
-                let cand = self.symbols.names_where(|s| matches!(s, Sym::Stage(_)));
-                self.error(errors::unknown_name(
-                    &id.name,
-                    id.span,
-                    suggest(&id.name, cand),
-                ));
+            found => {
+                self.misnamed(id, clause, expected, found, |s| matches!(s, Sym::Stage(_)));
                 None
             }
         }

@@ -3,8 +3,9 @@
 //! reads too), a checked program built by hand whose functions are random
 //! expression trees (the differential corpus of tests/codegen.rs, placed at every
 //! site: queue and evict keys, spill `when` and `work`, stage `time`), input values
-//! with IEEE corners and ties, and a build of a program with the library API.
-//! Nothing here asserts a rule itself.
+//! with IEEE corners and ties, a build of a program with the library API, and a
+//! replay of a spec through the reference host with its log (the hand-worked host
+//! tests read it). Nothing here asserts a rule itself.
 
 #![allow(dead_code)]
 
@@ -57,6 +58,42 @@ impl Drop for TempDir {
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Replays `workload` through spec `text` (compiled with the JIT) on the reference
+/// host, with the JSON-lines log on: the report and the log's bytes. Sessions left
+/// unfinished are reported, not an error.
+pub fn replay_logged(
+    text: &str,
+    workload: &poolrt::trace::Workload,
+    latencies: poolrt::host::LatencySamples,
+) -> (poolrt::host::Report, Vec<u8>) {
+    let c = poolc::compile(text, &poolc::Options::default())
+        .unwrap_or_else(|d| panic!("{text}: {d:?}"));
+    let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages())
+        .expect("a compiled spec bridges");
+    let mut log = Vec::new();
+    let report = poolrt::host::Host::new(config, workload)
+        .expect("the host builds")
+        .run(poolrt::host::RunOptions {
+            log: Some(&mut log),
+            latencies,
+            allow_unfinished: true,
+            ..poolrt::host::RunOptions::default()
+        })
+        .expect("the replay runs");
+    (report, log)
+}
+
+/// The `.pool` files of `dir` (from the repository root), sorted.
+pub fn specs_in(dir: &str) -> Vec<PathBuf> {
+    let mut specs: Vec<_> = std::fs::read_dir(repo().join(dir))
+        .expect("the folder exists")
+        .map(|e| e.expect("a readable entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
+        .collect();
+    specs.sort();
+    specs
 }
 
 /// Every examples/*.pool with its text, sorted by path.
@@ -160,6 +197,13 @@ pub fn draw<S: Strategy>(runner: &mut TestRunner, strategy: &S) -> S::Value {
         .new_tree(runner)
         .expect("the strategy draws")
         .current()
+}
+
+/// A random row and ctx of `shape`'s lengths, from [`value`].
+pub fn draw_row_ctx(runner: &mut TestRunner, shape: poolrt::policy::Shape) -> (Vec<f64>, Vec<f64>) {
+    let row = draw(runner, &proptest::collection::vec(value(), shape.row));
+    let ctx = draw(runner, &proptest::collection::vec(value(), shape.ctx));
+    (row, ctx)
 }
 
 /// A site expression on `layout` with the read-set of what it reads, as sema

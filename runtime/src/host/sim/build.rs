@@ -407,13 +407,15 @@ fn resolve_handoffs(
         }
         for &d in &members {
             let di = &info[d];
+            let shared_stage = di.served_by.iter().any(|m| info[*p].served_by.contains(m));
             if di.served_by.is_empty()
+                || shared_stage
                 || di.tier.is_some()
                 || di.cap_blocks != info[first].cap_blocks
             {
                 return Err(config_err(format!(
-                    "pool {name} hands off to {}, which must be admitted via a step stage, \
-                     not spill, and share one cap (R25)",
+                    "pool {name} hands off to {}, which must be admitted via another step \
+                     stage, not spill, and share one cap (R25)",
                     di.name
                 )));
             }

@@ -210,11 +210,20 @@ impl Host<'_> {
             });
             let mut alone = false;
             if !mid && waiting > 0 && residents < seats {
-                for k in 0..self.steps[m].pools.len() {
+                'pools: for k in 0..self.steps[m].pools.len() {
                     let p = self.steps[m].pools[k];
-                    if let Some(n) = self.admit_one(m, p, budget, chunk, io)? {
-                        alone = n > 0;
-                        break;
+                    while self.steps[m].residents.len() < seats {
+                        let transfers = self.steps[m].remote_admits;
+                        match self.admit_one(m, p, budget, chunk, io)? {
+                            // R26: a handed-off session reading its prompt takes no
+                            // tokens, so it is not the iteration's one prefill.
+                            Some(_) if self.steps[m].remote_admits > transfers => continue,
+                            Some(n) => {
+                                alone = n > 0;
+                                break 'pools;
+                            }
+                            None => break,
+                        }
                     }
                 }
             }

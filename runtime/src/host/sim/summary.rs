@@ -5,7 +5,7 @@
 
 use super::super::percentile::Latencies;
 use super::super::report::{HandoffReport, LinkReport, PoolReport, Report, StageReport, ratio};
-use super::Host;
+use super::{Host, StepIx};
 
 impl Host<'_> {
     // ----- the report -------------------------------------------------------------------
@@ -145,6 +145,7 @@ impl Host<'_> {
             (end > 0.0 && !members.is_empty())
                 .then(|| members.iter().sum::<f64>() / (members.len() as f64 * end))
         };
+        // Each step member once, whatever number of pool members it serves.
         let mut prefill = Vec::new();
         let mut decode = Vec::new();
         for info in self.info.iter() {
@@ -155,10 +156,18 @@ impl Host<'_> {
             } else {
                 continue;
             };
-            for &m in &info.served_by {
-                side.push(self.steps[m].busy);
-            }
+            side.extend(info.served_by.iter().map(|m| m.0));
         }
+        let busy_of = |mut members: Vec<u32>| {
+            members.sort_unstable();
+            members.dedup();
+            busy(
+                members
+                    .into_iter()
+                    .map(|m| self.steps[StepIx(m)].busy)
+                    .collect(),
+            )
+        };
         let mut links: Vec<_> = self
             .info
             .iter()
@@ -177,8 +186,8 @@ impl Host<'_> {
             decode_queue: mean(h.parts[2]),
             transfer: mean(h.parts[3]),
             first_decode: mean(h.parts[4]),
-            prefill_busy: busy(prefill),
-            decode_busy: busy(decode),
+            prefill_busy: busy_of(prefill),
+            decode_busy: busy_of(decode),
             link_busy: busy(links.iter().map(|&l| self.links[l].busy).collect()),
         })
     }
