@@ -175,12 +175,9 @@ fn r25_every_disaggregated_example_replays_the_same_report_and_log_twice() {
     // workload gives the same report and log bytes, and a handoff happened.
     let mut workload = trace::synthetic(600, 5);
     workload.scale_rate(4.0);
-    let specs = build_support::specs_in("examples/disagg");
-    assert_eq!(specs.len(), 2, "{specs:?}");
-    for spec in specs {
-        let text = std::fs::read_to_string(&spec).unwrap();
-        let run = || build_support::replay_logged(&text, &workload, LatencySamples::Sketch);
-        let (a, b) = (run(), run());
+    let runs = build_support::replayed_twice("examples/disagg", &workload);
+    assert_eq!(runs.len(), 2);
+    for (spec, [a, b]) in runs {
         assert_eq!(a.0.to_json(), b.0.to_json(), "{}", spec.display());
         assert!(a.1 == b.1, "{}: the logs differ", spec.display());
         let h = a.0.handoff.unwrap();

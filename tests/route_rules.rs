@@ -229,12 +229,9 @@ fn r22_every_fleet_example_replays_the_same_report_and_log_twice() {
     // BTreeMap) is ever iterated; nothing else of a replay depends on hash order.
     let mut workload = trace::synthetic(800, 11);
     workload.scale_rate(4.0);
-    let specs = build_support::specs_in("examples/fleet");
-    assert_eq!(specs.len(), 7, "{specs:?}");
-    for spec in specs {
-        let text = std::fs::read_to_string(&spec).unwrap();
-        let run = || build_support::replay_logged(&text, &workload, LatencySamples::Sketch);
-        let (a, b) = (run(), run());
+    let runs = build_support::replayed_twice("examples/fleet", &workload);
+    assert_eq!(runs.len(), 7);
+    for (spec, [a, b]) in runs {
         assert_eq!(a.0.to_text(), b.0.to_text(), "{}", spec.display());
         assert!(a.1 == b.1, "{}: the logs differ", spec.display());
     }

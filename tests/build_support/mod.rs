@@ -67,7 +67,7 @@ pub fn replay_logged(
     text: &str,
     workload: &poolrt::trace::Workload,
     latencies: poolrt::host::LatencySamples,
-) -> (poolrt::host::Report, Vec<u8>) {
+) -> Logged {
     let c = poolc::compile(text, &poolc::Options::default())
         .unwrap_or_else(|d| panic!("{text}: {d:?}"));
     let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages())
@@ -83,6 +83,27 @@ pub fn replay_logged(
         })
         .expect("the replay runs");
     (report, log)
+}
+
+/// A replay's report and its log's bytes ([`replay_logged`]).
+pub type Logged = (poolrt::host::Report, Vec<u8>);
+
+/// Every spec of `dir` (from the repository root, sorted) replayed twice over
+/// `workload` with [`replay_logged`] (sketch percentiles): the determinism tests
+/// compare the two.
+pub fn replayed_twice(
+    dir: &str,
+    workload: &poolrt::trace::Workload,
+) -> Vec<(PathBuf, [Logged; 2])> {
+    let sketch = poolrt::host::LatencySamples::Sketch;
+    specs_in(dir)
+        .into_iter()
+        .map(|spec| {
+            let text = std::fs::read_to_string(&spec).expect("example readable");
+            let runs = [(); 2].map(|()| replay_logged(&text, workload, sketch));
+            (spec, runs)
+        })
+        .collect()
 }
 
 /// The `.pool` files of `dir` (from the repository root), sorted.

@@ -225,34 +225,15 @@ impl Host<'_> {
         io: &mut Io<'_>,
     ) -> Result<(), HostError> {
         self.release_prefill(s, io)?;
-        let Some(x) = self
-            .shared
-            .sess
-            .get_mut(s)
-            .filter(|x| x.loading && x.load_gen == gen_)
-        else {
-            return Ok(());
+        let event = HostEvent::Received {
+            session: s,
+            units: Units(units),
         };
-        x.loading = false;
         // vLLM's decode side recomputes the last prompt token to sample the first
         // output token (its KV connector loads the rest).
-        x.computed = x.prompt - 1;
-        x.t_kv = self.now;
-        let (d, computed, state) = (x.pool, x.computed, x.state);
-        self.pools[d]
-            .set_computed(s, Units(computed))
-            .map_err(self.engine(d))?;
-        self.handoffs.transfers += 1;
-        self.host_event(
-            io,
-            d,
-            HostEvent::Received {
-                session: s,
-                units: Units(units),
-            },
-        )?;
-        if let State::Resident(m) = state {
-            self.wake(m);
+        if self.load_done(s, gen_, |x| x.prompt - 1, event, io)? {
+            self.shared.sess[s].t_kv = self.now;
+            self.handoffs.transfers += 1;
         }
         Ok(())
     }

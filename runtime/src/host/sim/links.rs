@@ -11,7 +11,7 @@ use crate::types::{BlockKey, SessionId, Units};
 
 use super::super::config::HostError;
 use super::super::observe::HostEvent;
-use super::session::State;
+use super::session::{Sess, State};
 use super::{Class, Host, Io, LinkIx, PoolIx, What};
 
 #[derive(Clone, Copy, Debug)]
@@ -169,37 +169,11 @@ impl Host<'_> {
                 gen_,
                 units,
             } => {
-                // Its session was preempted while loading (and may have finished
-                // since, and left the window): the load is void.
-                let Some(x) = self
-                    .shared
-                    .sess
-                    .get_mut(session)
-                    .filter(|x| x.loading && x.load_gen == gen_)
-                else {
-                    return Ok(());
+                let event = HostEvent::Loaded {
+                    session,
+                    units: Units(units),
                 };
-                x.loading = false;
-                x.computed += units;
-                if x.computed > x.high {
-                    x.high = x.computed;
-                    self.guard.progress(self.now);
-                }
-                let (p, computed, state) = (x.pool, x.computed, x.state);
-                self.pools[p]
-                    .set_computed(session, Units(computed))
-                    .map_err(self.engine(p))?;
-                self.host_event(
-                    io,
-                    p,
-                    HostEvent::Loaded {
-                        session,
-                        units: Units(units),
-                    },
-                )?;
-                if let State::Resident(m) = state {
-                    self.wake(m);
-                }
+                self.load_done(session, gen_, |x| x.computed + units, event, io)?;
             }
             JobKind::Handoff {
                 session,
@@ -208,5 +182,43 @@ impl Host<'_> {
             } => self.transfer_done(session, gen_, units, io)?,
         }
         Ok(())
+    }
+
+    /// A load of session `s` (generation `gen_`) ended: a tier load (R12) or a
+    /// handoff's transfer (R26). Unless a preemption made it void (the session may
+    /// have finished since, and left the window), its computed units become
+    /// `computed(x)`, its pool is told, `event` is logged and its member woken.
+    /// Whether it applied.
+    pub(super) fn load_done(
+        &mut self,
+        s: SessionId,
+        gen_: u32,
+        computed: impl FnOnce(&Sess) -> u64,
+        event: HostEvent,
+        io: &mut Io<'_>,
+    ) -> Result<bool, HostError> {
+        let Some(x) = self
+            .shared
+            .sess
+            .get_mut(s)
+            .filter(|x| x.loading && x.load_gen == gen_)
+        else {
+            return Ok(false);
+        };
+        x.loading = false;
+        x.computed = computed(x);
+        if x.computed > x.high {
+            x.high = x.computed;
+            self.guard.progress(self.now);
+        }
+        let (p, computed, state) = (x.pool, x.computed, x.state);
+        self.pools[p]
+            .set_computed(s, Units(computed))
+            .map_err(self.engine(p))?;
+        self.host_event(io, p, event)?;
+        if let State::Resident(m) = state {
+            self.wake(m);
+        }
+        Ok(true)
     }
 }
