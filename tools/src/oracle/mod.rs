@@ -23,7 +23,7 @@ use poolrt::host::HostError;
 pub use compare::{Divergence, Outcome, Summary, compare, write_steps};
 pub use read::{Request, Scenario, read_scenario};
 pub use replay::{Engine, Replay, engine, fit, replay, workload};
-pub use settings::{FORMAT, Plugin, Policy, Settings, VLLM_VERSION};
+pub use settings::{FORMAT, Plugin, Policy, Settings, VLLM_VERSIONS};
 pub use step::{STEP_FIELDS, Step};
 
 /// Why a scenario could not be replayed or compared. A mismatch is not an error: it

@@ -10,8 +10,11 @@ use super::OracleError;
 
 /// The recorded format this module reads (config.json `format`).
 pub const FORMAT: &str = "vllm-oracle/1";
-/// The vLLM release whose scheduler rules the host reproduces.
-pub const VLLM_VERSION: &str = "0.33.0";
+/// The vLLM releases whose scheduler rules the host reproduces: 0.33.0's rules
+/// (docs/CONFORMANCE.md), which 0.32.0's scheduler follows on every setting a
+/// replay honours (docs/VLLM.md, "Versions": its engine's recordings replay step for
+/// step, python/tests/test_vllm_engine.py).
+pub const VLLM_VERSIONS: [&str; 2] = ["0.32.0", "0.33.0"];
 
 /// The one value of a config.json setting that the replay honours.
 #[derive(Clone, Copy)]
@@ -129,13 +132,15 @@ impl Settings {
             )));
         }
         // The order of the checks is the order a reader meets them in docs/CONFORMANCE.md.
-        honour(&[
-            (
+        if !VLLM_VERSIONS.contains(&text("vllm_version")?) {
+            return Err(unsupported(
                 "vllm_version",
-                Honoured::Text(VLLM_VERSION),
-                "the replay reproduces vLLM 0.33.0's scheduler rules; another release \
-                 may decide differently",
-            ),
+                get("vllm_version")?,
+                "the replay reproduces the scheduler rules of vLLM 0.32.0 and 0.33.0; \
+                 another release may decide differently",
+            ));
+        }
+        honour(&[
             (
                 "scheduler_class",
                 Honoured::Text("Scheduler"),
