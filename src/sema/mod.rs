@@ -54,6 +54,25 @@ const MAX_EXACT: f64 = 9_007_199_254_740_992.0;
 /// spec, and it keeps sema's tables and the manifest small.
 pub const MAX_DECLARATIONS: usize = 4096;
 
+/// What `name` already is if no declaration may take it (D3): a built-in session
+/// attribute or a context variable (`poolc fit` leaves such names to the site check
+/// instead of making them unknowns).
+pub fn reserved(name: &str) -> Option<&'static str> {
+    if matches!(name, "serial" | "arrival") {
+        Some("a built-in session attribute")
+    } else if Var::from_name(name).is_some() {
+        Some("a context variable")
+    } else {
+        None
+    }
+}
+
+/// Whether a stage's `time` reads `name` as one of its inputs (S1: `tokens`,
+/// `prefill`, `decode`, `residents`, `context`).
+pub fn time_reads(name: &str) -> bool {
+    Var::from_name(name).is_some_and(|v| Site::Time.reads_var(v))
+}
+
 /// Checks a spec and lowers it to IR, or returns every diagnostic found.
 pub fn analyze(spec: &Spec, options: &Options) -> Result<Program, Vec<Diagnostic>> {
     let mut c = Checker::new(spec);
@@ -210,20 +229,8 @@ impl<'a> Checker<'a> {
             ));
         }
         for (id, sym) in named {
-            if matches!(id.name.as_str(), "serial" | "arrival") {
-                self.error(errors::reserved_name(
-                    &id.name,
-                    id.span,
-                    "a built-in session attribute",
-                ));
-                continue;
-            }
-            if Var::from_name(&id.name).is_some() {
-                self.error(errors::reserved_name(
-                    &id.name,
-                    id.span,
-                    "a context variable",
-                ));
+            if let Some(what) = reserved(&id.name) {
+                self.error(errors::reserved_name(&id.name, id.span, what));
                 continue;
             }
             if matches!(sym, Sym::Attr(_))

@@ -10,4 +10,4 @@ pub mod printer;
 
 pub use ast::Span;
 pub use error::SyntaxError;
-pub use parser::parse;
+pub use parser::{parse, parse_expression};

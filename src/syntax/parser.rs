@@ -1,10 +1,11 @@
-//! The parser (D1–D5, E1, E7): the lexer's tokens to a `Spec`, written as nom
-//! combinators over a token slice. It owns the grammar only: which words are keywords
-//! where, precedence, spans, error wording and recovery. It must not resolve names,
-//! evaluate, or reject what the grammar allows (repeated options, options of the other
-//! stage kind, array sizes: all `sema`'s). It never panics, and it bounds both its own
-//! recursion and the height of every expression tree at `MAX_DEPTH`, so no later phase
-//! that walks an expression recursively can overflow the stack either.
+//! The parser (D1–D5, E1, E7): the lexer's tokens to a `Spec` (or to one expression,
+//! `parse_expression`), written as nom combinators over a token slice. It owns the
+//! grammar only: which words are keywords where, precedence, spans, error wording and
+//! recovery. It must not resolve names, evaluate, or reject what the grammar allows
+//! (repeated options, options of the other stage kind, array sizes: all `sema`'s). It
+//! never panics, and it bounds both its own recursion and the height of every
+//! expression tree at `MAX_DEPTH`, so no later phase that walks an expression
+//! recursively can overflow the stack either.
 //!
 //! Spans: a parenthesised expression's span includes its parentheses (so a binary span,
 //! from its left operand's start to its right operand's end, always covers balanced
@@ -63,6 +64,31 @@ pub fn parse(source: &str) -> Result<Spec, Vec<SyntaxError>> {
     errors.sort_by_key(|e| e.span().start);
     errors.truncate(MAX_ERRORS);
     Err(errors)
+}
+
+/// Parses a text that is one expression and nothing more (`poolc fit --time` takes a
+/// stage `time` on its own), or gives its lexical errors and the parse error, in
+/// source order. The grammar, precedence and depth bound are the spec's own.
+pub fn parse_expression(source: &str) -> Result<Expr, Vec<SyntaxError>> {
+    let (tokens, mut errors) = lex(source);
+    match whole_expression(Tokens(&tokens)) {
+        Ok((_, e)) if errors.is_empty() => return Ok(e),
+        Ok(_) | Err(nom::Err::Incomplete(_)) => {}
+        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => errors.extend(e.into_syntax_error()),
+    }
+    errors.sort_by_key(|e| e.span().start);
+    Err(errors)
+}
+
+/// An expression that must end the input.
+fn whole_expression(i: Tokens<'_>) -> PResult<'_, Expr> {
+    let (rest, e) = expression(i)?;
+    if rest.at_eof() {
+        Ok((rest, e))
+    } else {
+        let end = "an operator or the end of the expression";
+        Err(nom::Err::Failure(PError::expected(rest, end)))
+    }
 }
 
 /// Skips the declaration that starts `input` and failed at token `error_at` (relative
