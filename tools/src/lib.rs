@@ -3,11 +3,11 @@
 //! run), `compare` (several specs on one workload), `sweep` (grids of specs, params,
 //! traces and rate scales; capacity search), `chart` (the `--html`/`--svg` pages),
 //! `conform` (replays of recorded vLLM scenarios, read and compared by `oracle`),
-//! `bench` (compiled policies measured against the interpreter and hand-written Rust)
-//! and `eval` (one site's expressions on named inputs). Every failure is a typed error;
-//! nothing here parses a command line, prints or exits — the `poolc` binary (cli/)
-//! does that — and the compiler and runtime never depend on this crate (the build's
-//! dependency graph says so).
+//! `bench` (compiled policies measured against the interpreter and hand-written Rust),
+//! `eval` (one site's expressions on named inputs) and `fit` (a stage `time` fitted to
+//! measured iterations). Every failure is a typed error; nothing here parses a command
+//! line, prints or exits — the `poolc` binary (cli/) does that — and the compiler and
+//! runtime never depend on this crate (the build's dependency graph says so).
 
 pub mod bench;
 pub mod bundled;
@@ -15,6 +15,7 @@ pub mod chart;
 pub mod compare;
 pub mod conform;
 pub mod eval;
+pub mod fit;
 pub mod oracle;
 pub mod run;
 pub mod sweep;
