@@ -15,6 +15,7 @@ mod bench;
 mod chart;
 mod compare;
 mod conform;
+mod fit;
 mod run;
 mod sweep;
 
@@ -54,6 +55,10 @@ enum Command {
     /// workload.jsonl, steps.jsonl) through the reference host with a spec and compare
     /// every step field by field (docs/CONFORMANCE.md).
     Conform(conform::ConformArgs),
+    /// Fit the unknowns of a stage `time` expression to measured engine iterations
+    /// (a `poolc-steps/1` log, docs/STEPS.md) by non-negative least squares; print
+    /// the values, MAPE and R² per regime and the stage block (docs/LATENCY.md).
+    Fit(fit::FitArgs),
     /// Check specs and report every error found.
     Check {
         /// Spec files to check.
@@ -208,6 +213,7 @@ pub fn run() -> ExitCode {
         Command::Sweep(args) => sweep::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Conform(args) => conform::run(args),
+        Command::Fit(args) => fit::run(args),
         Command::Check { specs, set } => check(&specs, &set.options()),
         Command::Ir { spec, set } => match load(&spec, &set.options()) {
             Ok(program) => print_out(&ir::dump(&program)),
