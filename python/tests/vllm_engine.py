@@ -40,6 +40,9 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+# The recorder's hash of two ints (tokens must not depend on Python's hash seed).
+from poolc.vllm.record import _mix64 as _mix  # noqa: E402
+
 #: The tiny model: a Llama of 2 layers, hidden 256, 4 heads of 64 (2 KV heads), vocabulary
 #: 512, float32; randomly initialised by vLLM (`load_format="dummy"`, seeded).
 MODEL = dict(
@@ -68,16 +71,6 @@ SEATS = 8
 MAX_MODEL_LEN = 1024
 
 _M64 = (1 << 64) - 1
-
-
-def _mix(a, b):
-    """splitmix64 of two ints: tokens must not depend on Python's hash seed."""
-    x = (a * 0x9E3779B97F4A7C15 + b * 0xC2B2AE3D27D4EB4F + 0x165667B19E3779F9) & _M64
-    x ^= x >> 30
-    x = (x * 0xBF58476D1CE4E5B9) & _M64
-    x ^= x >> 27
-    x = (x * 0x94D049BB133111EB) & _M64
-    return x ^ (x >> 31)
 
 
 def run_tokens(run_id, length):

@@ -140,14 +140,12 @@ impl Settings {
                  another release may decide differently",
             ));
         }
-        honour(&[
-            (
-                "scheduler_class",
-                Honoured::Text("Scheduler"),
-                "only the synchronous `Scheduler` is reproduced (async scheduling updates \
+        honour(&[(
+            "scheduler_class",
+            Honoured::Text("Scheduler"),
+            "only the synchronous `Scheduler` is reproduced (async scheduling updates \
                  a step after the next one is scheduled)",
-            ),
-        ])?;
+        )])?;
         let policy = match text("policy")? {
             "fcfs" => Policy::Fcfs,
             "priority" => Policy::Priority,
