@@ -40,8 +40,10 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-# The recorder's hash of two ints (tokens must not depend on Python's hash seed).
+# The recorder's hash of two ints (tokens must not depend on Python's hash seed), and
+# its steps.jsonl line.
 from poolc.vllm.record import _mix64 as _mix  # noqa: E402
+from poolc.vllm.record import step_record  # noqa: E402
 
 #: The tiny model: a Llama of 2 layers, hidden 256, 4 heads of 64 (2 KV heads), vocabulary
 #: 512, float32; randomly initialised by vLLM (`load_format="dummy"`, seeded).
@@ -211,19 +213,8 @@ class _Observer:
         return update
 
     def write(self, admitted, cont, finished, n_sched, n_decode):
-        s = self.sched
-        rec = dict(
-            step=self.step,
-            arrivals=self.arrivals,
-            admitted=admitted,
-            cont=cont,
-            preempted=self.preempted,
-            finished=finished,
-            n_sched_tokens=n_sched,
-            n_decode=n_decode,
-            running=len(s.running),
-            waiting=len(s.waiting) + len(s.kv_holding_waiting),
-            free_blocks=s.kv_cache_manager.block_pool.get_num_free_blocks(),
+        rec = step_record(
+            self.sched, self.step, self.arrivals, admitted, cont, self.preempted, finished, n_sched, n_decode
         )
         self.f.write(json.dumps(rec, separators=(",", ":")) + "\n")
         self.arrivals, self.preempted = [], []

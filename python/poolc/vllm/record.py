@@ -57,7 +57,7 @@ from vllm.v1.structured_output import StructuredOutputManager
 
 from ..errors import PoolcError
 
-__all__ = ["FORMAT", "RecordError", "VLLM_VERSION", "main", "record"]
+__all__ = ["FORMAT", "RecordError", "VLLM_VERSION", "main", "record", "step_record"]
 
 #: The ``format`` every config.json this module writes carries.
 FORMAT = "vllm-oracle/1"
@@ -757,6 +757,26 @@ def _write_config_and_workload(args, argv, sched, vllm_config, additional_config
         f.writelines(_workload_line(w, with_priority) for w in work)
 
 
+def step_record(sched, step, arrivals, admitted, cont, preempted, finished, n_sched, n_decode):
+    """One steps.jsonl line (docs/CONFORMANCE.md, "The scenario format"), in its key
+    order: the step's decisions as given, and the scheduler's counts after it, read
+    from the live scheduler. Also what python/tests/vllm_engine.py's observer writes
+    for a running engine."""
+    return dict(
+        step=step,
+        arrivals=arrivals,
+        admitted=admitted,
+        cont=cont,
+        preempted=preempted,
+        finished=finished,
+        n_sched_tokens=n_sched,
+        n_decode=n_decode,
+        running=len(sched.running),
+        waiting=len(sched.waiting) + len(sched.kv_holding_waiting),
+        free_blocks=sched.kv_cache_manager.block_pool.get_num_free_blocks(),
+    )
+
+
 def _run(args, sched, work, vreqs, index_of, preempt_log, steps_file):
     """The engine loop; writes one line per step, then the summary line."""
     counted = (
@@ -868,19 +888,7 @@ def _run(args, sched, work, vreqs, index_of, preempt_log, steps_file):
         if so is not None and n_sched != sum(a[3] for a in admitted) + sum(c[1] for c in cont) + n_decode:
             raise RecordError(f"step {step}: {n_sched} tokens scheduled, but admitted + cont + decodes differ")
         if steps_file is not None:
-            rec = dict(
-                step=step,
-                arrivals=arrivals,
-                admitted=admitted,
-                cont=cont,
-                preempted=preempted,
-                finished=finished,
-                n_sched_tokens=n_sched,
-                n_decode=n_decode,
-                running=len(sched.running),
-                waiting=len(sched.waiting) + len(sched.kv_holding_waiting),
-                free_blocks=sched.kv_cache_manager.block_pool.get_num_free_blocks(),
-            )
+            rec = step_record(sched, step, arrivals, admitted, cont, preempted, finished, n_sched, n_decode)
             if args.record_tokens and so is not None:
                 rec["sched"] = so.num_scheduled_tokens
             steps_file.write(json.dumps(rec, separators=(",", ":")) + "\n")
