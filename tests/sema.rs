@@ -589,6 +589,98 @@ fn r12_a_spill_predicate_that_reads_size_is_warned_not_refused() {
     assert!(warnings.is_empty());
 }
 
+/// The R28 warnings of a spec with one engine and `pool kv` queued by `keys`, each as
+/// its code and the source text of its primary span.
+fn r28(decls: &str, keys: &str) -> Vec<(&'static str, String)> {
+    let src = format!(
+        "{decls} session {{ prompt; output; priority = 0; }} stage e {{ step; }} \
+         pool kv {{ queue by ({keys}); admit via e; }}"
+    );
+    let (_, warnings) = poolc::check_with_warnings(&src, &Options::default()).expect("valid");
+    warnings
+        .iter()
+        .map(|w| {
+            let span = w.primary_span().expect("a span");
+            (
+                w.code,
+                src[span.start as usize..span.end as usize].to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn r28_a_key_a_newcomer_can_beat_ahead_of_any_aging_key_is_warned_at_that_key() {
+    // Strict priority (vLLM's priority policy), the largest prefix first, fits-first:
+    // a steady stream of sessions that beat a waiting one on the first key that
+    // tells them apart is always selected first.
+    assert_eq!(
+        r28("", "priority, serial"),
+        vec![("R28", "priority".to_string())]
+    );
+    assert_eq!(
+        r28("", "-computed, serial"),
+        vec![("R28", "-computed".to_string())]
+    );
+    assert_eq!(
+        r28("", "reserve <= free(kv) ? 0 : 1, serial"),
+        vec![("R28", "reserve <= free(kv) ? 0 : 1".to_string())]
+    );
+    // Keys equal for every hold at a selection are passed over to the next one.
+    assert_eq!(
+        r28("", "queued(kv), 3, prompt"),
+        vec![("R28", "prompt".to_string())]
+    );
+}
+
+#[test]
+fn r28_a_key_that_grows_while_a_session_waits_is_warned() {
+    // Last come, first served, and keys that rise with waiting.
+    assert_eq!(r28("", "-arrival"), vec![("R28", "-arrival".to_string())]);
+    assert_eq!(r28("", "waited"), vec![("R28", "waited".to_string())]);
+    assert_eq!(
+        r28("", "now - arrival"),
+        vec![("R28", "now - arrival".to_string())]
+    );
+    // A param read as a negative aging rate makes waiting hurt.
+    assert_eq!(
+        r28("param k = -2;", "prompt - k * waited, serial"),
+        vec![("R28", "prompt - k * waited".to_string())]
+    );
+    // Two trends R28 cannot order: warned, conservatively.
+    assert_eq!(
+        r28("", "waited * prompt"),
+        vec![("R28", "waited * prompt".to_string())]
+    );
+}
+
+#[test]
+fn r28_a_queue_whose_first_telling_key_ages_is_not_warned() {
+    for keys in [
+        "serial",
+        "arrival, prompt",
+        "prompt - 200 * waited, serial",
+        "queued(kv), prompt / 100 - waited",
+        "2 * serial - 3 * waited + output",
+        "arrival - now",
+        "7, -(waited - prompt)",
+    ] {
+        assert_eq!(r28("", keys), vec![], "{keys}");
+    }
+    assert_eq!(r28("param k = 200;", "prompt - k * waited, serial"), vec![]);
+    assert_eq!(
+        r28("const k = 0.5;", "prompt * k - waited, priority"),
+        vec![]
+    );
+}
+
+#[test]
+fn r28_fifo_and_enqueue_order_never_starve() {
+    let src = "stage e { step; } pool kv { queue fifo; admit via e; } pool k2 { queue by (1); admit via e; }";
+    let (_, warnings) = poolc::check_with_warnings(src, &Options::default()).expect("valid");
+    assert!(warnings.is_empty());
+}
+
 #[test]
 fn d3_admitted_is_a_context_variable_name() {
     let d = errs("session { admitted; }");

@@ -332,6 +332,34 @@ fn check_warns_of_a_spill_predicate_that_reads_size() {
     let _ = std::fs::remove_file(spec);
 }
 
+/// `poolc check` warns of a queue that can hold a session back forever (R28), names
+/// the key, and exits 0; the shipped SJF-with-aging example has no warning.
+#[test]
+fn r28_poolc_check_warns_of_a_queue_that_can_starve_and_exits_0() {
+    let spec = scratch("starve.pool");
+    std::fs::write(
+        &spec,
+        "session { priority = 0; } stage e { step; } pool kv { queue by (priority, serial); admit via e; }",
+    )
+    .unwrap();
+    let o = poolc(&["check", spec.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("warning[R28]")
+            && err.contains("the waiting queue of pool `kv` can hold a session back forever")
+            && err.contains("1 warning in"),
+        "{err}"
+    );
+    let o = poolc(&["check", "examples/policies/sjf_aging.pool"]);
+    assert!(
+        o.status.success() && o.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let _ = std::fs::remove_file(spec);
+}
+
 /// `--rate-scale F` divides every arrival time by F (poolc compare takes it too):
 /// with one second per iteration, a session arriving at 10 s finishes at 11 s, at
 /// 5 s with F = 2 and at 20 s with F = 0.5.

@@ -69,19 +69,38 @@ fn bundled_examples_exist() {
     }
 }
 
+/// The examples whose queues starve by design, with the warning `poolc check` gives
+/// them (R28: strict priorities and lanes a newcomer can take ahead of a waiting
+/// session; docs/LANGUAGE.md says why each is the expected warning).
+const EXPECTED_WARNINGS: [(&str, &str); 5] = [
+    ("examples/ascend.pool", "R28"),
+    ("examples/replicas.pool", "R28"),
+    ("examples/vllm_priority.pool", "R28"),
+    ("examples/policies/ascend_lanes.pool", "R28"),
+    ("examples/policies/priority.pool", "R28"),
+];
+
 #[test]
-fn every_example_checks_clean() {
+fn every_example_checks_clean_or_with_its_expected_warning() {
     let mut failures = Vec::new();
     for spec in example_specs() {
         let args = ["check", spec.as_str()];
         let output = poolc(&args);
-        if output.status.code() != Some(0) || !output.stderr.is_empty() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        let expected = EXPECTED_WARNINGS.iter().find(|(s, _)| *s == spec);
+        let as_expected = match expected {
+            None => err.is_empty(),
+            Some((_, code)) => {
+                err.contains(&format!("warning[{code}]")) && err.contains("1 warning in")
+            }
+        };
+        if output.status.code() != Some(0) || !as_expected {
             failures.push(describe(&args, &output));
         }
     }
     assert!(
         failures.is_empty(),
-        "examples that do not check clean:\n\n{}",
+        "examples that do not check clean (or with their expected warning):\n\n{}",
         failures.join("\n\n")
     );
 }
