@@ -7,7 +7,17 @@ import json
 import os
 
 from . import _native
-from .errors import BuildError, CompileError, EvalError, PoolcError, PoolError, RunError, SweepError, TraceError
+from .errors import (
+    BuildError,
+    CompileError,
+    EvalError,
+    FitError,
+    PoolcError,
+    PoolError,
+    RunError,
+    SweepError,
+    TraceError,
+)
 
 Pool = _native.Pool
 
@@ -15,6 +25,7 @@ __all__ = [
     "BuildError",
     "CompileError",
     "EvalError",
+    "FitError",
     "Pool",
     "PoolError",
     "PoolcError",
@@ -23,6 +34,7 @@ __all__ = [
     "SweepError",
     "TraceError",
     "compile",
+    "fit",
     "read_trace",
     "run",
     "sweep",
@@ -161,6 +173,16 @@ def run(spec, *, trace=None, format=None, synthetic=None, seed=1, log=None, prog
         bool(exact),
     )
     return json.loads(text)
+
+
+def fit(steps, *, time, stage="engine"):
+    """``poolc fit STEPS --time TIME --stage STAGE --json``: the unknowns of a stage
+    ``time`` expression fitted to a step log (docs/STEPS.md, docs/LATENCY.md), as the
+    same dict (``unknowns``, ``regimes``, ``notes``, ``fitted_time``, ``stage``, …).
+    Raises ``CompileError`` for an expression that does not check or is not linear in
+    its unknowns (rendered against ``--time``, as the command does), ``FitError`` for a
+    log that cannot be read or fitted."""
+    return json.loads(_native.fit_json(os.fspath(steps), time, stage))
 
 
 def read_trace(path, format=None, as_frame=False):

@@ -8,6 +8,7 @@ from . import _native
 from .errors import BuildError as BuildError
 from .errors import CompileError as CompileError
 from .errors import EvalError as EvalError
+from .errors import FitError as FitError
 from .errors import PoolcError as PoolcError
 from .errors import PoolError as PoolError
 from .errors import RunError as RunError
@@ -78,6 +79,7 @@ def run(
     samples: bool = False,
 ) -> dict[str, Any]: ...
 def read_trace(path: _Path, format: Optional[str] = None, as_frame: bool = False) -> Any: ...
+def fit(steps: _Path, *, time: str, stage: str = "engine") -> dict[str, Any]: ...
 
 def sweep(
     grid: _Path,

@@ -28,6 +28,11 @@ class EvalError(PoolcError):
     """``Spec.eval`` was given an unknown pool, site or input."""
 
 
+class FitError(PoolcError):
+    """``poolc.fit`` could not read or fit the step log; the message names the file and
+    line, or what the data cannot determine."""
+
+
 class BuildError(PoolcError):
     """``Spec.build`` could not write or link the shared object."""
 

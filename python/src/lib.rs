@@ -504,6 +504,38 @@ enum Input {
 }
 
 /// The sessions of a trace file, as a list of dicts.
+/// `poolc fit STEPS --time EXPR --stage NAME --json`, as one JSON text: the same
+/// library calls as cli/src/cli/fit.rs. The expression's diagnostics are a
+/// `CompileError` rendered against `--time`, as the command renders them; a log that
+/// cannot be read or fitted is a `FitError`.
+#[pyfunction]
+#[pyo3(signature = (steps, time, stage))]
+fn fit_json(py: Python<'_>, steps: PathBuf, time: &str, stage: &str) -> PyResult<String> {
+    use poolc_tools::fit::{self, FitError, StageName, TimeModel};
+    let diagnostics = |diags: &[Diagnostic]| -> PyErr {
+        let text = diag::render("--time", time, diags, diag::Styling::Plain);
+        let list = PyList::empty(py);
+        for d in diags {
+            if let Err(e) = diagnostic_dict(py, d, "--time", time).and_then(|x| list.append(x)) {
+                return e;
+            }
+        }
+        error(py, "CompileError", (text, list))
+    };
+    let stage = StageName::new(stage).map_err(|e| error(py, "FitError", (e.to_string(),)))?;
+    let model = TimeModel::parse(time).map_err(|d| diagnostics(&d))?;
+    let log = py
+        .allow_threads(|| fit::steps::read_path(&steps))
+        .map_err(|e| error(py, "FitError", (e.to_string(),)))?;
+    let fitted = match py.allow_threads(|| fit::fit(&log, &model, &stage)) {
+        Ok(f) => f,
+        Err(FitError::Time(d)) => return Err(diagnostics(&d)),
+        Err(e) => return Err(error(py, "FitError", (e.to_string(),))),
+    };
+    fit::report::json(&fitted)
+        .map_err(|e| error(py, "FitError", (format!("cannot encode the fit: {e}"),)))
+}
+
 #[pyfunction]
 #[pyo3(signature = (path, format))]
 fn read_trace<'py>(
@@ -634,6 +666,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(compile_source, m)?)?;
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_json, m)?)?;
     m.add_class::<sweep::SweepPlan>()?;
     m.add_function(wrap_pyfunction!(sweep::sweep_plan, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::sweep_point, m)?)?;
