@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::diag::Diagnostic;
 use crate::ir::{BinaryOp, QueryKind, UnaryOp};
-use crate::syntax::ast::{Decl, Expr, ExprKind, PoolOptionKind, Spec};
+use crate::syntax::ast::{Decl, Expr, ExprKind, Ident, PoolOptionKind, Spec};
 
 /// Every warning for a spec that checks (sema found no error).
 pub fn lint(spec: &Spec) -> Vec<Diagnostic> {
@@ -59,20 +59,8 @@ fn spill_reads_size(
 }
 
 /// The first occurrence of the bare name `name` in `e`.
-fn find_name<'a>(e: &'a Expr, name: &str) -> Option<&'a Expr> {
-    match &e.kind {
-        ExprKind::Name(id) if id.name == name => Some(e),
-        ExprKind::Number(_) | ExprKind::Name(_) => None,
-        ExprKind::Index(_, i) => find_name(i, name),
-        ExprKind::Call(_, args) | ExprKind::Draw(args) => {
-            args.iter().find_map(|a| find_name(a, name))
-        }
-        ExprKind::Unary(_, a) => find_name(a, name),
-        ExprKind::Binary(_, a, b) => find_name(a, name).or_else(|| find_name(b, name)),
-        ExprKind::Conditional(c, a, b) => find_name(c, name)
-            .or_else(|| find_name(a, name))
-            .or_else(|| find_name(b, name)),
-    }
+fn find_name<'a>(e: &'a Expr, name: &str) -> Option<&'a Ident> {
+    e.names().into_iter().find(|id| id.name == name)
 }
 
 /// How a queue key (R8: the least is selected) of a waiting hold compares with a

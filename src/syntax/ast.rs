@@ -204,3 +204,45 @@ pub enum ExprKind {
     /// `c ? a : b`
     Conditional(Box<Expr>, Box<Expr>, Box<Expr>),
 }
+
+impl Expr {
+    /// The direct sub-expressions, in source order: what a walk over the tree that
+    /// treats every form alike recurses into.
+    pub fn children(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Number(_) | ExprKind::Name(_) => Vec::new(),
+            ExprKind::Index(_, i) | ExprKind::Unary(_, i) => vec![&**i],
+            ExprKind::Call(_, args) | ExprKind::Draw(args) => args.iter().collect(),
+            ExprKind::Binary(_, l, r) => vec![&**l, &**r],
+            ExprKind::Conditional(c, t, f) => vec![&**c, &**t, &**f],
+        }
+    }
+
+    /// [`Expr::children`], to rewrite them.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match &mut self.kind {
+            ExprKind::Number(_) | ExprKind::Name(_) => Vec::new(),
+            ExprKind::Index(_, i) | ExprKind::Unary(_, i) => vec![&mut **i],
+            ExprKind::Call(_, args) | ExprKind::Draw(args) => args.iter_mut().collect(),
+            ExprKind::Binary(_, l, r) => vec![&mut **l, &mut **r],
+            ExprKind::Conditional(c, t, f) => vec![&mut **c, &mut **t, &mut **f],
+        }
+    }
+
+    /// Every bare name (`ExprKind::Name`) in the expression, in source order, repeats
+    /// included (a family's name in `name[index]` is not one).
+    pub fn names(&self) -> Vec<&Ident> {
+        let mut out = Vec::new();
+        self.push_names(&mut out);
+        out
+    }
+
+    fn push_names<'a>(&'a self, out: &mut Vec<&'a Ident>) {
+        if let ExprKind::Name(id) = &self.kind {
+            out.push(id);
+        }
+        for c in self.children() {
+            c.push_names(out);
+        }
+    }
+}

@@ -160,34 +160,13 @@ impl Walk<'_> {
 
     /// The unknowns `e` names, in order of first appearance.
     fn unknowns(&self, e: &Expr) -> Vec<String> {
-        let mut names = Vec::new();
-        self.collect(e, &mut names);
-        names
-    }
-
-    fn collect(&self, e: &Expr, names: &mut Vec<String>) {
-        match &e.kind {
-            ExprKind::Number(_) => {}
-            ExprKind::Name(id) => {
-                if (self.is_unknown)(&id.name) && !names.contains(&id.name) {
-                    names.push(id.name.clone());
-                }
-            }
-            ExprKind::Index(_, i) => self.collect(i, names),
-            ExprKind::Call(_, args) | ExprKind::Draw(args) => {
-                args.iter().for_each(|a| self.collect(a, names))
-            }
-            ExprKind::Unary(_, a) => self.collect(a, names),
-            ExprKind::Binary(_, l, r) => {
-                self.collect(l, names);
-                self.collect(r, names);
-            }
-            ExprKind::Conditional(c, t, f) => {
-                self.collect(c, names);
-                self.collect(t, names);
-                self.collect(f, names);
+        let mut names: Vec<String> = Vec::new();
+        for id in e.names() {
+            if (self.is_unknown)(&id.name) && !names.contains(&id.name) {
+                names.push(id.name.clone());
             }
         }
+        names
     }
 }
 

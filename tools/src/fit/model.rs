@@ -159,27 +159,10 @@ fn input_value(input: Input, c: &Counts) -> f64 {
 /// Every name that the time site does not read and a declaration may take, first
 /// appearance first; the rest (`now`, `serial`, …) are left to sema's site check.
 fn collect_unknowns(e: &Expr, out: &mut Vec<Ident>) {
-    match &e.kind {
-        ExprKind::Number(_) => {}
-        ExprKind::Name(id) => {
-            let unknown = !sema::time_reads(&id.name) && sema::reserved(&id.name).is_none();
-            if unknown && !out.iter().any(|u| u.name == id.name) {
-                out.push(id.clone());
-            }
-        }
-        ExprKind::Index(_, i) => collect_unknowns(i, out),
-        ExprKind::Call(_, args) | ExprKind::Draw(args) => {
-            args.iter().for_each(|a| collect_unknowns(a, out))
-        }
-        ExprKind::Unary(_, a) => collect_unknowns(a, out),
-        ExprKind::Binary(_, l, r) => {
-            collect_unknowns(l, out);
-            collect_unknowns(r, out);
-        }
-        ExprKind::Conditional(c, t, f) => {
-            collect_unknowns(c, out);
-            collect_unknowns(t, out);
-            collect_unknowns(f, out);
+    for id in e.names() {
+        let unknown = !sema::time_reads(&id.name) && sema::reserved(&id.name).is_none();
+        if unknown && !out.iter().any(|u| u.name == id.name) {
+            out.push(id.clone());
         }
     }
 }
@@ -219,26 +202,12 @@ fn analysed_spec(expr: &Expr, unknowns: &[Ident]) -> Spec {
 
 /// Replaces every name `value_of` knows by its value.
 fn substitute(e: &mut Expr, value_of: &dyn Fn(&str) -> Option<f64>) {
-    match &mut e.kind {
-        ExprKind::Number(_) => {}
-        ExprKind::Name(id) => {
-            if let Some(v) = value_of(&id.name) {
-                e.kind = ExprKind::Number(v);
-            }
-        }
-        ExprKind::Index(_, i) => substitute(i, value_of),
-        ExprKind::Call(_, args) | ExprKind::Draw(args) => {
-            args.iter_mut().for_each(|a| substitute(a, value_of))
-        }
-        ExprKind::Unary(_, a) => substitute(a, value_of),
-        ExprKind::Binary(_, l, r) => {
-            substitute(l, value_of);
-            substitute(r, value_of);
-        }
-        ExprKind::Conditional(c, t, f) => {
-            substitute(c, value_of);
-            substitute(t, value_of);
-            substitute(f, value_of);
-        }
+    if let ExprKind::Name(id) = &e.kind
+        && let Some(v) = value_of(&id.name)
+    {
+        e.kind = ExprKind::Number(v);
+    }
+    for c in e.children_mut() {
+        substitute(c, value_of);
     }
 }
