@@ -17,9 +17,11 @@ Needs vLLM's CPU build in this interpreter (.ci/test makes the environment and r
 file with ``POOLC_REQUIRE_VLLM_ENGINE=1``, which turns its absence into a failure), and
 the ``poolc`` binary (``POOLC_BIN``). Each engine run is one subprocess of about 25 s."""
 
+import atexit
 import json
 import os
 import pathlib
+import shutil
 import socket
 import subprocess
 import sys
@@ -43,6 +45,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 DRIVER = ROOT / "python" / "tests" / "vllm_engine.py"
 SPECS = ROOT / "tests" / "data" / "vllm-plugin" / "specs"
 RUNS = pathlib.Path(tempfile.mkdtemp(prefix="poolc-vllm-engine-"))
+atexit.register(shutil.rmtree, RUNS, ignore_errors=True)
 
 #: The non-FCFS runs: name -> (workload, spec, clock_step).
 POLICIES = {
@@ -75,6 +78,15 @@ def engine(name, workload, spec=None, clock_step=None, step_log=False):
     return out
 
 
+def stock_run():
+    return engine("stock", "mixed")
+
+
+def fcfs_run():
+    """The plugin with vLLM's own policy (examples/vllm.pool), writing a step log."""
+    return engine("plugin_fcfs", "mixed", spec=ROOT / "examples" / "vllm.pool", step_log=True)
+
+
 def steps(folder):
     return [json.loads(line) for line in (folder / "steps.jsonl").read_text().splitlines()]
 
@@ -89,8 +101,8 @@ def conform(cli, folder, spec):
 
 
 def test_with_vllms_own_policy_the_plugin_generates_stocks_tokens_with_stocks_schedule(cli):
-    stock = engine("stock", "mixed")
-    plugin = engine("plugin_fcfs", "mixed", spec=ROOT / "examples" / "vllm.pool", step_log=True)
+    stock = stock_run()
+    plugin = fcfs_run()
     # The workload exercises what a schedule can get wrong: chunked prefills, prefix
     # hits and preemptions under a 32-block cache.
     recorded = steps(stock)
@@ -149,8 +161,8 @@ def test_keyed_eviction_keeps_more_prefix_hits_than_lru_on_the_same_requests(cli
 
 
 def test_the_start_up_lines_are_in_vllms_log_with_vllms_format():
-    log = (engine("plugin_fcfs", "mixed", spec=ROOT / "examples" / "vllm.pool", step_log=True) / "log").read_text()
-    lines = [line for line in log.splitlines() if "poolc.vllm" in line and "] poolc.vllm" in line]
+    log = (fcfs_run() / "log").read_text()
+    lines = [line for line in log.splitlines() if "] poolc.vllm" in line]
     # vLLM's format: "(Process pid=N) LEVEL MM-DD hh:mm:ss [file.py:line] message".
     assert any(" INFO " in line and "poolc.vllm on vLLM 0.32.0: spec" in line and "queue fifo" in line for line in lines), log[-3000:]
     assert any(" INFO " in line and "the spec's block is 16; vLLM's 32 is used" in line for line in lines)
@@ -164,6 +176,15 @@ def test_a_vllm_version_outside_the_supported_range_is_refused(monkeypatch):
     monkeypatch.setattr(vllm, "__version__", "0.34.0")
     with pytest.raises(poolc.vllm.ConfigError, match=r"supports vLLM 0\.32\.0 to 0\.33\.0.*has vLLM 0\.34\.0"):
         poolc.vllm._check_version()
+
+
+def test_attributes_come_from_extra_args_nested_or_as_flat_poolc_keys():
+    # From Python a dict under "poolc"; from the OpenAI server's `vllm_xargs`, which
+    # holds no nested objects, flat "poolc.NAME" keys, which win over the dict.
+    given = poolc.vllm._given_attributes({"poolc": {"tenant": 1, "slo": 2}, "poolc.tenant": 3, "other": 4})
+    assert given == {"tenant": 3, "slo": 2}
+    assert poolc.vllm._given_attributes(None) == {}
+    assert poolc.vllm._given_attributes({"poolc": 5}) == {}
 
 
 class _Config:
@@ -182,8 +203,8 @@ def test_a_clock_step_conform_cannot_replay_is_refused(step):
 # ----- the step log, and a fit of it ----------------------------------------------------
 
 
-def test_the_step_log_records_every_engine_step(cli):
-    run = engine("plugin_fcfs", "mixed", spec=ROOT / "examples" / "vllm.pool", step_log=True)
+def test_the_step_log_records_every_engine_step():
+    run = fcfs_run()
     lines = (RUNS / "plugin_fcfs.steps.jsonl").read_text().splitlines()
     header = json.loads(lines[0])
     assert header["format"] == "poolc-steps/1" and header["vllm_version"] == vllm.__version__
@@ -204,7 +225,7 @@ def test_the_step_log_records_every_engine_step(cli):
 
 
 def test_poolc_fit_fits_the_engines_step_log(cli, tmp_path):
-    engine("plugin_fcfs", "mixed", spec=ROOT / "examples" / "vllm.pool", step_log=True)
+    fcfs_run()
     log = RUNS / "plugin_fcfs.steps.jsonl"
     block = tmp_path / "stage.pool"
     got = cli("fit", log, "--time", "b0 + b1 * prefill + b2 * decode", "--json", "--write", block)

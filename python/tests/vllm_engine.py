@@ -19,9 +19,10 @@ the live scheduler's ``add_request``, ``schedule``, ``_preempt_request`` and
 every admission, hit, chunk, preemption and finish it writes is read back from the
 scheduler.
 
-What it must not do: let the wall clock, a path or a hash seed reach the files other
-than the plugin's step log (whose durations are measurements), or run the engine in
-another process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the observer wraps the scheduler
+What it must not do: let the wall clock or a hash seed reach steps.jsonl,
+workload.jsonl or outputs.json (the same arguments give the same bytes; config.json
+records the arguments as given, paths included, and the plugin's step log holds
+measured durations), or run the engine in another process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the observer wraps the scheduler
 object in this process, and every ``step()`` is exactly one ``schedule()`` and one
 ``update_from_output()``)."""
 

@@ -468,7 +468,7 @@ class _StepLog:
 
     def __init__(self, path, sched):
         self._f = open(path, "w", encoding="utf-8", buffering=1)
-        self._pending = {}  # id(SchedulerOutput) -> (start, rows)
+        self._pending = {}  # id(SchedulerOutput) -> (start, step, rows)
         self._caught_up = set()  # requests that sampled since their latest admission
         cfg = sched.scheduler_config
         header = dict(
