@@ -8,7 +8,8 @@ use std::fmt;
 
 use poolrt::host::{
     AttrSpec, Extreme, HandoffConfig, HandoffInput, HostConfig, IterTime, LinkConfig, PoolDecl,
-    PoolMember, Probe, RouteConfig, RouteInput, Scored, StageDecl, StageKind, StepConfig, TimeVar,
+    PoolMember, Probe, RouteConfig, RouteInput, Scored, StageDecl, StageKind, StepConfig, TakeVar,
+    TimeVar,
 };
 use poolrt::policy::{PoolPolicy, StagePolicy};
 use poolrt::{
@@ -445,12 +446,27 @@ fn iter_time(step: &ir::StepStage, policy: &StagePolicy) -> IterTime {
             ir::Input::Var(Var::Decode) => TimeVar::Decode,
             ir::Input::Var(Var::Residents) => TimeVar::Residents,
             ir::Input::Var(Var::Context) => TimeVar::Context,
-            other => unreachable!("sema never puts {other:?} in a stage time layout"),
+            other => unreachable!("sema never puts {other:?} in a stage time ctx"),
+        })
+        .collect();
+    let row = step
+        .time_layout
+        .row
+        .iter()
+        .map(|i| match i {
+            ir::Input::Var(Var::Tokens) => TakeVar::Tokens,
+            ir::Input::Var(Var::Prefill) => TakeVar::Prefill,
+            ir::Input::Var(Var::Decode) => TakeVar::Decode,
+            ir::Input::Var(Var::Computed) => TakeVar::Computed,
+            ir::Input::Var(Var::Context) => TakeVar::Context,
+            ir::Input::Attr(a) => TakeVar::Attr(a.0),
+            other => unreachable!("sema never puts {other:?} in a stage time row"),
         })
         .collect();
     IterTime::Compiled {
         policy: policy.clone(),
         layout,
+        row,
     }
 }
 

@@ -39,6 +39,9 @@ pub enum InterpError {
         needed: Option<usize>,
         got: usize,
     },
+    /// `sum` evaluated without a take table (at a pool's site) or inside another
+    /// `sum` (R29).
+    MisplacedSum,
 }
 
 impl fmt::Display for InterpError {
@@ -67,8 +70,13 @@ impl fmt::Display for InterpError {
                 )
             }
             InterpError::ShortRows { needed: None, .. } => {
-                write!(f, "select: n * stride overflows usize")
+                write!(f, "rows: n * stride overflows usize")
             }
+            InterpError::MisplacedSum => write!(
+                f,
+                "interp: sum() outside a stage's time or inside another sum(); sema \
+                 allows neither (R29)"
+            ),
             InterpError::ShortRows {
                 n,
                 stride,
@@ -76,7 +84,7 @@ impl fmt::Display for InterpError {
                 got,
             } => write!(
                 f,
-                "select: {n} rows of stride {stride} need {needed} values, got {got}"
+                "rows: {n} rows of stride {stride} need {needed} values, got {got}"
             ),
         }
     }
@@ -95,8 +103,9 @@ fn or_panic<T>(result: Result<T, InterpError>) -> T {
 ///
 /// # Panics
 /// Where [`try_eval`] returns an error: a `Slot` index out of range for `row` or
-/// `ctx`, or a builtin with the wrong number of arguments. Sema guarantees neither
-/// happens, so this only fires on a broken invariant.
+/// `ctx`, a builtin with the wrong number of arguments, or a `sum` (a stage's `time`
+/// is evaluated by [`eval_time`]). Sema guarantees none happens, so this only fires
+/// on a broken invariant.
 pub fn eval(expr: &Expr, row: &[f64], ctx: &[f64]) -> f64 {
     or_panic(try_eval(expr, row, ctx))
 }
@@ -105,29 +114,183 @@ pub fn eval(expr: &Expr, row: &[f64], ctx: &[f64]) -> f64 {
 /// `&&`, `||` and `?:` are lazy, a bad slot in a branch that is not taken is no
 /// error. Recursion depth equals the tree depth, which sema keeps to source nesting.
 pub fn try_eval(expr: &Expr, row: &[f64], ctx: &[f64]) -> Result<f64, InterpError> {
-    Ok(match expr {
-        Expr::Const(c) => *c,
-        Expr::Slot(slot) => read_slot(*slot, row, ctx)?,
-        Expr::Unary(op, x) => {
-            let x = try_eval(x, row, ctx)?;
-            match op {
-                // Rust's unary minus is IEEE negate: it flips the sign bit, so -0 and
-                // -NaN come out as the JIT's `fneg` gives them.
-                UnaryOp::Neg => -x,
-                // `x == 0.0` is true for both zeros and false for NaN, which is E2.
-                UnaryOp::Not => bool_value(x == 0.0),
+    Env {
+        row,
+        ctx,
+        takes: None,
+    }
+    .value(expr)
+}
+
+/// The rows a stage's `time` sums over (R29): `n` rows of `stride` values each, row
+/// `i` at `rows[i * stride ..]`, one per session taking tokens, in take order.
+#[derive(Clone, Copy, Debug)]
+pub struct Takes<'a> {
+    pub rows: &'a [f64],
+    pub n: usize,
+    pub stride: usize,
+}
+
+impl Takes<'_> {
+    /// No session: what a `time` without `sum` is evaluated with.
+    pub const NONE: Takes<'static> = Takes {
+        rows: &[],
+        n: 0,
+        stride: 0,
+    };
+}
+
+/// Evaluates a stage's `time` on the iteration's totals `ctx` and its take table:
+/// each `sum(e)` is `e` on row 0, 1, … added in that order, starting from +0.
+///
+/// # Panics
+/// Where [`try_eval_time`] returns an error (a broken invariant, as for [`eval`]).
+pub fn eval_time(expr: &Expr, takes: Takes<'_>, ctx: &[f64]) -> f64 {
+    or_panic(try_eval_time(expr, takes, ctx))
+}
+
+/// [`eval_time`], reporting a broken invariant as an error: also a table shorter than
+/// `n * stride`, checked before anything is evaluated.
+pub fn try_eval_time(expr: &Expr, takes: Takes<'_>, ctx: &[f64]) -> Result<f64, InterpError> {
+    rows_needed(takes.rows, takes.n, takes.stride)?;
+    Env {
+        row: &[],
+        ctx,
+        takes: Some(takes),
+    }
+    .value(expr)
+}
+
+/// What an expression is evaluated against: one row (a record's, or inside `sum` a
+/// take's), the context, and the take table while a `sum` may still start.
+struct Env<'a> {
+    row: &'a [f64],
+    ctx: &'a [f64],
+    takes: Option<Takes<'a>>,
+}
+
+impl Env<'_> {
+    fn value(&self, expr: &Expr) -> Result<f64, InterpError> {
+        Ok(match expr {
+            Expr::Const(c) => *c,
+            Expr::Slot(slot) => read_slot(*slot, self.row, self.ctx)?,
+            Expr::Unary(op, x) => {
+                let x = self.value(x)?;
+                match op {
+                    // Rust's unary minus is IEEE negate: it flips the sign bit, so -0
+                    // and -NaN come out as the JIT's `fneg` gives them.
+                    UnaryOp::Neg => -x,
+                    // `x == 0.0` is true for both zeros and false for NaN, which is E2.
+                    UnaryOp::Not => bool_value(x == 0.0),
+                }
+            }
+            Expr::Binary(op, a, b) => self.binary(*op, a, b)?,
+            Expr::Cond(c, a, b) => {
+                if truthy(self.value(c)?) {
+                    self.value(a)?
+                } else {
+                    self.value(b)?
+                }
+            }
+            Expr::Call(builtin, args) => self.call(*builtin, args)?,
+            Expr::Sum(x) => {
+                let takes = self.takes.ok_or(InterpError::MisplacedSum)?;
+                let mut total = 0.0;
+                for i in 0..takes.n {
+                    // In range: `try_eval_time` checked `n * stride` values.
+                    let row = takes
+                        .rows
+                        .get(i * takes.stride..(i + 1) * takes.stride)
+                        .unwrap_or_default();
+                    let inner = Env {
+                        row,
+                        ctx: self.ctx,
+                        takes: None,
+                    };
+                    total += inner.value(x)?;
+                }
+                total
+            }
+        })
+    }
+
+    fn binary(&self, op: BinaryOp, a: &Expr, b: &Expr) -> Result<f64, InterpError> {
+        // `&&` and `||` must not touch the right side unless it decides the result
+        // (E2), so they are handled before both operands are evaluated.
+        match op {
+            BinaryOp::And => {
+                let x = truthy(self.value(a)?);
+                return Ok(bool_value(x && truthy(self.value(b)?)));
+            }
+            BinaryOp::Or => {
+                let x = truthy(self.value(a)?);
+                return Ok(bool_value(x || truthy(self.value(b)?)));
+            }
+            _ => {}
+        }
+        let x = self.value(a)?;
+        let y = self.value(b)?;
+        Ok(match op {
+            BinaryOp::And | BinaryOp::Or => unreachable!("handled above"),
+            // Rust's float comparisons are the IEEE ones: false on any NaN except `!=`.
+            BinaryOp::Eq => bool_value(x == y),
+            BinaryOp::Ne => bool_value(x != y),
+            BinaryOp::Lt => bool_value(x < y),
+            BinaryOp::Le => bool_value(x <= y),
+            BinaryOp::Gt => bool_value(x > y),
+            BinaryOp::Ge => bool_value(x >= y),
+            BinaryOp::Add => x + y,
+            BinaryOp::Sub => x - y,
+            BinaryOp::Mul => x * y,
+            BinaryOp::Div => x / y,
+            // Rust's `%` on f64 is C `fmod` (sign of the dividend), which is E3.
+            BinaryOp::Rem => x % y,
+        })
+    }
+
+    fn call(&self, builtin: Builtin, args: &[Expr]) -> Result<f64, InterpError> {
+        let values = args
+            .iter()
+            .map(|a| self.value(a))
+            .collect::<Result<Vec<f64>, _>>()?;
+        let arity = InterpError::Arity {
+            builtin,
+            given: values.len(),
+        };
+        match builtin {
+            Builtin::Min | Builtin::Max => {
+                let [first, rest @ ..] = values.as_slice() else {
+                    return Err(arity);
+                };
+                if rest.is_empty() {
+                    return Err(arity);
+                }
+                let pick = if builtin == Builtin::Min {
+                    minimum
+                } else {
+                    maximum
+                };
+                // IEEE minimum/maximum are associative, so a left fold is the n-ary
+                // form.
+                Ok(rest.iter().fold(*first, |acc, &v| pick(acc, v)))
+            }
+            Builtin::Abs | Builtin::Floor | Builtin::Ceil | Builtin::Sqrt => {
+                let [x] = values.as_slice() else {
+                    return Err(arity);
+                };
+                // The std functions are the IEEE operations: `abs` clears the sign
+                // bit, `floor`/`ceil` keep the sign of a zero result (`ceil(-0.5)` is
+                // -0) and `sqrt` of a negative number is NaN while `sqrt(-0)` is -0.
+                Ok(match builtin {
+                    Builtin::Abs => x.abs(),
+                    Builtin::Floor => x.floor(),
+                    Builtin::Ceil => x.ceil(),
+                    Builtin::Sqrt => x.sqrt(),
+                    Builtin::Min | Builtin::Max => unreachable!("handled above"),
+                })
             }
         }
-        Expr::Binary(op, a, b) => eval_binary(*op, a, b, row, ctx)?,
-        Expr::Cond(c, a, b) => {
-            if truthy(try_eval(c, row, ctx)?) {
-                try_eval(a, row, ctx)?
-            } else {
-                try_eval(b, row, ctx)?
-            }
-        }
-        Expr::Call(builtin, args) => eval_call(*builtin, args, row, ctx)?,
-    })
+    }
 }
 
 /// E2 truthiness: non-zero is true; NaN is true; -0 is false.
@@ -196,22 +359,18 @@ pub fn try_select(
     stride: usize,
     ctx: &[f64],
 ) -> Result<Option<usize>, InterpError> {
-    let short = |needed| InterpError::ShortRows {
-        n,
-        stride,
-        needed,
-        got: rows.len(),
-    };
-    let needed = n.checked_mul(stride).ok_or_else(|| short(None))?;
-    if rows.len() < needed {
-        return Err(short(Some(needed)));
-    }
+    let needed = rows_needed(rows, n, stride)?;
     let mut best: Option<(usize, Vec<f64>)> = None;
     for i in 0..n {
         // In range: `rows` holds at least `n * stride` values (checked above).
         let row = rows
             .get(i * stride..i * stride + stride)
-            .ok_or_else(|| short(Some(needed)))?;
+            .ok_or(InterpError::ShortRows {
+                n,
+                stride,
+                needed: Some(needed),
+                got: rows.len(),
+            })?;
         let values = key_values(keys, row, ctx)?;
         // Only a strictly smaller row replaces the best, so among equal rows the
         // earliest one stays: the site's tie rule is index order.
@@ -244,6 +403,21 @@ fn key_values(keys: &[Expr], row: &[f64], ctx: &[f64]) -> Result<Vec<f64>, Inter
     keys.iter().map(|k| try_eval(k, row, ctx)).collect()
 }
 
+/// `n * stride`, when `rows` holds at least that many values.
+fn rows_needed(rows: &[f64], n: usize, stride: usize) -> Result<usize, InterpError> {
+    let short = |needed| InterpError::ShortRows {
+        n,
+        stride,
+        needed,
+        got: rows.len(),
+    };
+    let needed = n.checked_mul(stride).ok_or_else(|| short(None))?;
+    if rows.len() < needed {
+        return Err(short(Some(needed)));
+    }
+    Ok(needed)
+}
+
 fn read_slot(slot: Slot, row: &[f64], ctx: &[f64]) -> Result<f64, InterpError> {
     let (values, index) = match slot {
         Slot::Row(i) => (row, i),
@@ -260,94 +434,6 @@ fn read_slot(slot: Slot, row: &[f64], ctx: &[f64]) -> Result<f64, InterpError> {
 
 fn bool_value(b: bool) -> f64 {
     if b { 1.0 } else { 0.0 }
-}
-
-fn eval_binary(
-    op: BinaryOp,
-    a: &Expr,
-    b: &Expr,
-    row: &[f64],
-    ctx: &[f64],
-) -> Result<f64, InterpError> {
-    // `&&` and `||` must not touch the right side unless it decides the result (E2),
-    // so they are handled before both operands are evaluated.
-    match op {
-        BinaryOp::And => {
-            let x = truthy(try_eval(a, row, ctx)?);
-            return Ok(bool_value(x && truthy(try_eval(b, row, ctx)?)));
-        }
-        BinaryOp::Or => {
-            let x = truthy(try_eval(a, row, ctx)?);
-            return Ok(bool_value(x || truthy(try_eval(b, row, ctx)?)));
-        }
-        _ => {}
-    }
-    let x = try_eval(a, row, ctx)?;
-    let y = try_eval(b, row, ctx)?;
-    Ok(match op {
-        BinaryOp::And | BinaryOp::Or => unreachable!("handled above"),
-        // Rust's float comparisons are the IEEE ones: false on any NaN except `!=`.
-        BinaryOp::Eq => bool_value(x == y),
-        BinaryOp::Ne => bool_value(x != y),
-        BinaryOp::Lt => bool_value(x < y),
-        BinaryOp::Le => bool_value(x <= y),
-        BinaryOp::Gt => bool_value(x > y),
-        BinaryOp::Ge => bool_value(x >= y),
-        BinaryOp::Add => x + y,
-        BinaryOp::Sub => x - y,
-        BinaryOp::Mul => x * y,
-        BinaryOp::Div => x / y,
-        // Rust's `%` on f64 is C `fmod` (sign of the dividend), which is E3.
-        BinaryOp::Rem => x % y,
-    })
-}
-
-fn eval_call(
-    builtin: Builtin,
-    args: &[Expr],
-    row: &[f64],
-    ctx: &[f64],
-) -> Result<f64, InterpError> {
-    let values = args
-        .iter()
-        .map(|a| try_eval(a, row, ctx))
-        .collect::<Result<Vec<f64>, _>>()?;
-    let arity = InterpError::Arity {
-        builtin,
-        given: values.len(),
-    };
-    match builtin {
-        Builtin::Min | Builtin::Max => {
-            let [first, rest @ ..] = values.as_slice() else {
-                return Err(arity);
-            };
-            if rest.is_empty() {
-                return Err(arity);
-            }
-            let pick = if builtin == Builtin::Min {
-                minimum
-            } else {
-                maximum
-            };
-            // IEEE minimum/maximum are associative, so a left fold is the n-ary form.
-            Ok(rest.iter().fold(*first, |acc, &v| pick(acc, v)))
-        }
-        Builtin::Abs | Builtin::Floor | Builtin::Ceil | Builtin::Sqrt => {
-            let [x] = values.as_slice() else {
-                return Err(arity);
-            };
-            // The std functions are the IEEE operations: `abs` clears the sign bit,
-            // `floor`/`ceil` keep the sign of a zero result (`ceil(-0.5)` is -0) and
-            // `sqrt` of a negative number is NaN while `sqrt(-0)` is -0.
-            Ok(match builtin {
-                Builtin::Abs => x.abs(),
-                Builtin::Floor => x.floor(),
-                Builtin::Ceil => x.ceil(),
-                Builtin::Sqrt => x.sqrt(),
-                Builtin::Min | Builtin::Max => unreachable!("handled above"),
-            })
-        }
-    }
 }
 
 /// IEEE 754-2019 `minimum` (E4): NaN if either is NaN; -0 is less than +0.

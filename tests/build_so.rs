@@ -153,16 +153,22 @@ fn check_program(name: &str, program: &Program, so: &Compiled, jit: &Compiled, s
     }
     for (i, stage) in program.stages.iter().enumerate() {
         let (s, j) = (&so.stages()[i], &jit.stages()[i]);
-        assert_eq!(s.ctx_len(), j.ctx_len());
-        for _ in 0..DRAWS {
+        assert_eq!(s.shape(), j.shape());
+        for k in 0..DRAWS {
+            // 0 to 3 take rows, for `sum` (R29).
+            let n = k % 4;
             let ctx = draw(
                 &mut runner,
-                &proptest::collection::vec(value(), s.ctx_len()),
+                &proptest::collection::vec(value(), s.shape().ctx),
+            );
+            let rows = draw(
+                &mut runner,
+                &proptest::collection::vec(value(), n * s.shape().row),
             );
             assert_bits(
-                &format!("{name}: stage {} time on {ctx:?}", stage.name),
-                s.time(&ctx),
-                j.time(&ctx),
+                &format!("{name}: stage {} time on {ctx:?} {rows:?}", stage.name),
+                s.time(&ctx, &rows, n),
+                j.time(&ctx, &rows, n),
             );
         }
     }
@@ -303,7 +309,7 @@ fn load_finds_symbols_by_prefix() {
         .expect("the right prefix");
     // examples/vllm.pool's time reads [prefill, decode].
     assert_eq!(
-        c.stages()[0].time(&[100.0, 10.0]),
+        c.stages()[0].time(&[100.0, 10.0], &[], 0),
         0.0057527 + 0.00001725 * 100.0 + 0.000006 * 10.0
     );
     assert!(Prefix::parse("9lives").is_err() && Prefix::parse("a-b").is_err());
@@ -341,7 +347,7 @@ fn manifest_gives_format_pools_layouts_keys_and_read_sets() {
     let m = manifest::parse(&text).expect("the manifest is JSON");
     let s = |v: &str| manifest::Json::String(v.into());
     let n = |v: &str| manifest::Json::Number(v.into());
-    assert_eq!(m.get("format"), Some(&n("5")));
+    assert_eq!(m.get("format"), Some(&n("6")));
     let manifest::Json::Array(pools) = m.get("pools").expect("pools") else {
         panic!("pools is an array")
     };

@@ -8,7 +8,7 @@
 
 use std::cmp::Ordering;
 
-use poolc::codegen::{ClifForm, compile_exprs, compile_key_list};
+use poolc::codegen::{ClifForm, compile_exprs, compile_key_list, compile_time};
 use poolc::interp;
 use poolc::ir::{BinaryOp, Builtin, Expr, Slot, UnaryOp};
 use proptest::prelude::*;
@@ -75,6 +75,80 @@ proptest! {
             }
         }
     }
+}
+
+/// A stage `time` (R29): a tree over ctx slots and constants in which `sum` of a
+/// full tree (row and ctx slots) may stand for any leaf.
+fn time_expr() -> impl Strategy<Value = Expr> {
+    let ctx_leaf = prop_oneof![
+        value().prop_map(Expr::Const),
+        (0..CTX_SLOTS).prop_map(|i| Expr::Slot(Slot::Ctx(i))),
+    ];
+    let leaf = prop_oneof![
+        2 => ctx_leaf,
+        1 => expr().prop_map(|e| Expr::Sum(Box::new(e))),
+    ];
+    expr_tree::tree(leaf)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn r29_time_with_sums_jit_equals_interpreter_bit_for_bit(
+        e in time_expr(),
+        ctx in proptest::collection::vec(value(), CTX_SLOTS as usize),
+        n in 0usize..5,
+        rows in proptest::collection::vec(value(), 4 * ROW_SLOTS as usize),
+    ) {
+        let time = compile_time(&e).expect("a well-formed time compiles");
+        let stride = time.shape().row;
+        let rows = &rows[..n * stride];
+        let want = interp::eval_time(&e, interp::Takes { rows, n, stride }, &ctx[..time.shape().ctx]);
+        let got = time.time(&ctx, rows, n);
+        prop_assert!(
+            same(got, want),
+            "jit {got:?} != interp {want:?} for {e:?} on {n} rows {rows:?} ctx {ctx:?}"
+        );
+    }
+}
+
+#[test]
+fn r29_sum_adds_its_term_over_the_rows_in_order_from_positive_zero() {
+    // time = c0 + sum(r0 * r1): rows (2, 3) and (4, 5) give 1 + (6 + 20) = 27.
+    let term = Expr::Binary(BinaryOp::Mul, Box::new(slot(0)), Box::new(slot(1)));
+    let e = Expr::Binary(
+        BinaryOp::Add,
+        Box::new(Expr::Slot(Slot::Ctx(0))),
+        Box::new(Expr::Sum(Box::new(term.clone()))),
+    );
+    let time = compile_time(&e).expect("compiles");
+    let rows = [2.0, 3.0, 4.0, 5.0];
+    assert_eq!(time.time(&[1.0], &rows, 2), 27.0);
+    assert_eq!(time.time(&[1.0], &rows, 0), 1.0);
+    // An empty sum is +0, and −0 terms leave it +0 (0 + −0 = +0), as the
+    // interpreter adds: the bits agree.
+    let neg_zero = Expr::Sum(Box::new(Expr::Const(-0.0)));
+    let time = compile_time(&neg_zero).expect("compiles");
+    for n in 0..3 {
+        let got = time.time(&[], &[], n);
+        assert_eq!(got.to_bits(), 0.0f64.to_bits(), "n = {n}");
+        let want = interp::eval_time(&neg_zero, interp::Takes::NONE, &[]);
+        assert_eq!(want.to_bits(), 0.0f64.to_bits());
+    }
+    // Left to right: (1e308 + 1e308) overflows before − 1e308 can bring it back.
+    let time = compile_time(&Expr::Sum(Box::new(slot(0)))).expect("compiles");
+    let rows = [1e308, 1e308, -1e308];
+    assert_eq!(time.time(&[], &rows, 3), f64::INFINITY);
+    let takes = interp::Takes {
+        rows: &rows,
+        n: 3,
+        stride: 1,
+    };
+    assert_eq!(
+        interp::eval_time(&Expr::Sum(Box::new(slot(0))), takes, &[]),
+        f64::INFINITY
+    );
 }
 
 // ---- key order (E5): select and cmp ----

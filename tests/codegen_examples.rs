@@ -171,10 +171,25 @@ fn every_example_compiles_and_agrees_with_the_interpreter() {
         }
         for (stage, policy) in program.stages.iter().zip(c.stages()) {
             let (time, time_layout) = stage.time();
-            let strategy = proptest::collection::vec(value(), time_layout.ctx.len());
+            // 0 to 3 take rows, for `sum` (R29).
+            let stride = time_layout.row.len();
+            let strategy = (
+                proptest::collection::vec(value(), time_layout.ctx.len()),
+                (0usize..4).prop_flat_map(move |n| {
+                    proptest::collection::vec(value(), n * stride).prop_map(move |rows| (n, rows))
+                }),
+            );
             runner()
-                .run(&strategy, |ctx| {
-                    let (got, want) = (policy.time(&ctx), interp::eval(&time.expr, &[], &ctx));
+                .run(&strategy, |(ctx, (n, rows))| {
+                    let takes = interp::Takes {
+                        rows: &rows,
+                        n,
+                        stride,
+                    };
+                    let (got, want) = (
+                        policy.time(&ctx, &rows, n),
+                        interp::eval_time(&time.expr, takes, &ctx),
+                    );
                     prop_assert!(
                         same(got, want),
                         "{} time: jit {got:?} interp {want:?}",

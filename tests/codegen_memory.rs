@@ -70,8 +70,9 @@ fn repeated_compile_and_drop_of_every_example_does_not_grow_memory() {
             let compiled = codegen::compile_program(p).expect("example compiles");
             // Use the code so that the pages really were mapped and executable.
             for stage in compiled.stages() {
-                let ctx = vec![1.0; stage.ctx_len()];
-                assert!(stage.time(&ctx).is_finite());
+                let ctx = vec![1.0; stage.shape().ctx];
+                let rows = vec![1.0; stage.shape().row];
+                assert!(stage.time(&ctx, &rows, 1).is_finite());
             }
         }
     }

@@ -445,14 +445,14 @@ fn select_short_rows_is_an_error() {
     );
     assert_eq!(
         err.to_string(),
-        "select: 2 rows of stride 2 need 4 values, got 3"
+        "rows: 2 rows of stride 2 need 4 values, got 3"
     );
 }
 
 #[test]
 fn select_rows_whose_size_overflows_is_an_error() {
     let err = try_select(&[row(0)], &[], usize::MAX, 2, &[]).expect_err("n * stride overflows");
-    assert_eq!(err.to_string(), "select: n * stride overflows usize");
+    assert_eq!(err.to_string(), "rows: n * stride overflows usize");
 }
 
 #[test]

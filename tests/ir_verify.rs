@@ -8,7 +8,7 @@
 use poolc::ir::verify::{MAX_SLOTS, Problem};
 use poolc::ir::{
     self, AttrId, BinaryOp, Builtin, Evict, Expr, Input, JoinRule, Member, PoolId, Program,
-    QueryTarget, QueuePolicy, Read, SiteExpr, Slot, StageId, StageKind, Var,
+    QueryTarget, QueuePolicy, Read, Rows, SiteExpr, Slot, StageId, StageKind, Var,
 };
 
 fn example(name: &str) -> Program {
@@ -69,18 +69,43 @@ fn a_slot_outside_its_layout_is_refused() {
 }
 
 #[test]
-fn a_row_slot_in_a_stage_time_is_refused() {
+fn r29_a_row_slot_of_a_stage_time_outside_sum_is_refused() {
     let got = problem(|p| match &mut p.stages[0].kind {
         StageKind::Step(engine) => engine.time.expr = Expr::Slot(Slot::Row(0)),
         StageKind::Link(_) => panic!("replicas' first stage, engine, is a step stage"),
     });
-    assert_eq!(got, Problem::RowAtRowlessSite { slot: 0 });
+    assert_eq!(got, Problem::RowOutsideSum { slot: 0 });
+}
+
+#[test]
+fn r29_a_sum_inside_a_sum_or_at_a_pool_site_is_refused() {
+    let sum = |x: Expr| Expr::Sum(Box::new(x));
+    let nested = problem(|p| match &mut p.stages[0].kind {
+        StageKind::Step(engine) => engine.time.expr = sum(sum(Expr::Const(1.0))),
+        StageKind::Link(_) => panic!("replicas' first stage, engine, is a step stage"),
+    });
+    assert_eq!(nested, Problem::MisplacedSum);
+    let in_queue = problem(|p| {
+        queue_keys(p)[1].expr = sum(Expr::Const(1.0));
+        queue_keys(p)[1].reads = ir::ReadSet::default();
+    });
+    assert_eq!(in_queue, Problem::MisplacedSum);
+    // Where it belongs, with a row slot inside, it verifies.
+    let ok = Expr::Sum(Box::new(Expr::Slot(Slot::Row(0))));
+    assert_eq!(ir::verify::expr(&ok, Rows::InSum, 1, 0), Ok(()));
+    assert_eq!(
+        ir::verify::expr(&ok, Rows::InSum, 0, 0),
+        Err(Problem::SlotOutOfRange {
+            slot: Slot::Row(0),
+            len: 0
+        })
+    );
 }
 
 #[test]
 fn a_slot_beyond_every_layout_is_refused_for_a_bare_expression() {
     let slot = Slot::Ctx(MAX_SLOTS as u32);
-    let got = ir::verify::expr(&Expr::Slot(slot), Some(0), usize::MAX);
+    let got = ir::verify::expr(&Expr::Slot(slot), Rows::PerRecord, 0, usize::MAX);
     assert_eq!(got, Err(Problem::SlotBeyondLimit { slot }));
 }
 

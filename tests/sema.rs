@@ -577,6 +577,43 @@ fn r20_stage_time_reads_context_and_queue_keys_may_not() {
 }
 
 #[test]
+fn r29_a_sum_reads_take_rows_and_the_same_name_outside_it_the_totals() {
+    let p = ok("session { prompt; } \
+                stage e { step; time (0.001 * tokens + sum(tokens * (computed + prompt))); }");
+    let (time, layout) = p.stage(p.find_stage("e").unwrap()).time();
+    // `tokens` is a ctx slot (the total) and a row slot (one take's), apart.
+    assert_eq!(layout.ctx, vec![Input::Var(Var::Tokens)]);
+    let prompt = Input::Attr(p.session.find("prompt").unwrap());
+    assert_eq!(
+        layout.row,
+        vec![prompt, Input::Var(Var::Computed), Input::Var(Var::Tokens)]
+    );
+    let row = |i| Box::new(Expr::Slot(Slot::Row(i)));
+    let term = Expr::Binary(
+        BinaryOp::Mul,
+        row(2),
+        Box::new(Expr::Binary(BinaryOp::Add, row(1), row(0))),
+    );
+    assert_eq!(
+        time.expr,
+        Expr::Binary(
+            BinaryOp::Add,
+            Box::new(Expr::Binary(
+                BinaryOp::Mul,
+                Box::new(Expr::Const(0.001)),
+                Box::new(Expr::Slot(Slot::Ctx(0)))
+            )),
+            Box::new(Expr::Sum(Box::new(term)))
+        )
+    );
+    // A sum of a constant is not folded: it counts the takes.
+    let p = ok("stage e { step; time (sum(2 * 3)); }");
+    let (time, layout) = p.stage(p.find_stage("e").unwrap()).time();
+    assert_eq!(time.expr, Expr::Sum(Box::new(Expr::Const(6.0))));
+    assert!(layout.row.is_empty() && layout.ctx.is_empty());
+}
+
+#[test]
 fn r12_a_spill_predicate_that_reads_size_is_warned_not_refused() {
     let src = "stage l { link; } pool t { } pool kv { spill t via l (units) when (size >= 64); }";
     let (_, warnings) = poolc::check_with_warnings(src, &Options::default()).expect("valid");

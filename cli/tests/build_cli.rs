@@ -57,7 +57,10 @@ fn builds_vllm_into_a_shared_object_and_a_header() {
     assert_exit(&o, 0);
     assert_eq!(elf(&out), (62, 3));
     let header = std::fs::read_to_string(dir.join("libvllm.h")).expect("header next to it");
-    assert!(header.contains("double poolc_stage_engine_time(const double *ctx);"));
+    assert!(header.contains(
+        "double poolc_stage_engine_time(const double *rows, uint64_t n, uint64_t stride, \
+         const double *ctx);"
+    ));
     assert!(String::from_utf8_lossy(&o.stdout).contains("libvllm.so"));
 }
 

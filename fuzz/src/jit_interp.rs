@@ -5,7 +5,7 @@
 //! a tier pool, families of one or two — whose expressions read only what their site
 //! may read (S1), so every generated spec must check; then as rows and contexts for
 //! every compiled site: each key, `select` and `cmp` of every key list, spill `pred`
-//! and `work`, and every stage `time`. It compares values only: it runs no engine.
+//! and `work`, and every stage `time` (with a `sum` over 0 to 3 take rows, R29). It compares values only: it runs no engine.
 
 use poolc::diag::Styling;
 use poolc::interp;
@@ -72,6 +72,10 @@ const SPILL: [&str; 11] = [
 ];
 /// Names a stage `time` may read.
 const TIME: [&str; 6] = ["tokens", "prefill", "decode", "residents", "context", "p"];
+/// Names a `sum` term of a stage `time` may read (R29).
+const TAKE: [&str; 8] = [
+    "tokens", "prefill", "decode", "computed", "context", "prompt", "priority", "p",
+];
 
 /// A random expression over `names`, fully parenthesised so the text is the tree.
 fn expr(b: &mut Bytes, names: &[&str], depth: u32) -> String {
@@ -131,7 +135,7 @@ pub fn spec(b: &mut Bytes) -> String {
         b.below(3),
     );
     s += &format!(
-        "stage engine{n} {{ step; budget {}; seats {};{}{} time ({}); }}\n",
+        "stage engine{n} {{ step; budget {}; seats {};{}{} time ({}{}); }}\n",
         1 + b.below(8192),
         1 + b.below(256),
         if b.bool() {
@@ -145,6 +149,11 @@ pub fn spec(b: &mut Bytes) -> String {
             ""
         },
         expr(b, &TIME, 4),
+        if b.bool() {
+            format!(" + sum({})", expr(b, &TAKE, 3))
+        } else {
+            String::new()
+        },
     );
     s += &format!(
         "stage pcie{n} {{ link; rate {}; }}\n",
@@ -278,10 +287,20 @@ fn compare(b: &mut Bytes, program: &Program, compiled: &poolc::Compiled, text: &
     for (stage, policy) in program.stages.iter().zip(compiled.stages()) {
         let (time, time_layout) = stage.time();
         let ctx = values(b, time_layout.ctx.len());
-        let (jit, int) = (policy.time(&ctx), interp::eval(&time.expr, &[], &ctx));
+        let n = b.below(4);
+        let rows = values(b, n * time_layout.row.len());
+        let takes = interp::Takes {
+            rows: &rows,
+            n,
+            stride: time_layout.row.len(),
+        };
+        let (jit, int) = (
+            policy.time(&ctx, &rows, n),
+            interp::eval_time(&time.expr, takes, &ctx),
+        );
         assert!(
             same(jit, int),
-            "{} time: jit {jit:?} interp {int:?}; ctx {ctx:?}",
+            "{} time: jit {jit:?} interp {int:?}; ctx {ctx:?} rows {rows:?}",
             stage.name
         );
     }

@@ -7,7 +7,9 @@
 //! - every value is an `f64`; a *row* is one record's slots (a waiting hold or a
 //!   cache entry), a *ctx* is the per-moment slots (`now`, query values, …), both as
 //!   contiguous `f64` arrays laid out by the spec's slot layout;
-//! - `key(row, ctx) -> f64`, `pred`/`work` have the same shape, `time(ctx) -> f64`;
+//! - `key(row, ctx) -> f64`, `pred`/`work` have the same shape;
+//! - `time(rows, n, stride, ctx) -> f64`: the ctx holds the iteration's totals, the
+//!   `n` rows (laid out as `select`'s) one session's take each, for `sum` (R29);
 //! - `cmp(row_a, row_b, ctx) -> i32` is −1, 0 or 1 by the key list in E5 order;
 //! - `select(rows, n, stride, ctx) -> i64` is the index of the least of `n` rows
 //!   (E5 order, ties to the lowest index), −1 when `n` is 0; row `i` starts at
@@ -49,11 +51,14 @@ pub type CmpFn = unsafe extern "C" fn(row_a: *const f64, row_b: *const f64, ctx:
 pub type SelectFn =
     unsafe extern "C" fn(rows: *const f64, n: u64, stride: u64, ctx: *const f64) -> i64;
 
-/// `time(ctx)`: seconds a step-stage iteration takes.
+/// `time(rows, n, stride, ctx)`: seconds a step-stage iteration takes, from its
+/// totals in `ctx` and its take table: row `i` at `rows.add(i * stride)` holds the
+/// values of the `i`-th session taking tokens, which `sum` adds over (R29).
 ///
 /// # Safety
-/// `ctx` as in [`KeyFn`].
-pub type TimeFn = unsafe extern "C" fn(ctx: *const f64) -> f64;
+/// As [`SelectFn`]'s rows and ctx.
+pub type TimeFn =
+    unsafe extern "C" fn(rows: *const f64, n: u64, stride: u64, ctx: *const f64) -> f64;
 
 /// How many `f64` slots the functions of a struct may read from a row and from the
 /// ctx: the lengths of the site's slot layout.
@@ -290,34 +295,41 @@ pub struct PoolPolicy {
 #[derive(Clone, Debug)]
 pub struct StagePolicy {
     time: TimeFn,
-    ctx_len: usize,
+    shape: Shape,
     code: CodeHandle,
 }
 
 impl StagePolicy {
     /// # Safety
-    /// `time` must read at most `ctx_len` slots and stay callable while `code` lives.
-    pub unsafe fn new(time: TimeFn, ctx_len: usize, code: CodeHandle) -> StagePolicy {
-        StagePolicy {
-            time,
-            ctx_len,
-            code,
-        }
+    /// `time` must read at most `shape.ctx` ctx slots and `shape.row` slots of each
+    /// row, and stay callable while `code` lives.
+    pub unsafe fn new(time: TimeFn, shape: Shape, code: CodeHandle) -> StagePolicy {
+        StagePolicy { time, shape, code }
     }
 
-    pub fn ctx_len(&self) -> usize {
-        self.ctx_len
+    pub fn shape(&self) -> Shape {
+        self.shape
     }
 
     pub fn code(&self) -> &CodeHandle {
         &self.code
     }
 
-    /// Seconds an iteration takes, given the stage's ctx (`tokens`, `prefill`, …).
-    pub fn time(&self, ctx: &[f64]) -> f64 {
-        check_len("ctx", ctx, self.ctx_len);
-        // SAFETY: as in `KeyList::key`.
-        unsafe { (self.time)(ctx.as_ptr()) }
+    /// Seconds an iteration takes, given the stage's ctx (`tokens`, `prefill`, …) and
+    /// its take table: `rows` holds one row of [`Shape::row`] values per session
+    /// taking tokens (none when the row is empty, and `n` says how many).
+    pub fn time(&self, ctx: &[f64], rows: &[f64], n: usize) -> f64 {
+        check_len("ctx", ctx, self.shape.ctx);
+        let stride = self.shape.row;
+        let needed = n.checked_mul(stride);
+        assert!(
+            needed.is_some_and(|k| rows.len() >= k),
+            "{n} take rows of {stride} slots need more than the {} values given",
+            rows.len()
+        );
+        // SAFETY: `rows` holds `n` rows of `shape.row` values and `ctx` `shape.ctx`
+        // (checked above); the code lives as long as `self.code`.
+        unsafe { (self.time)(rows.as_ptr(), n as u64, stride as u64, ctx.as_ptr()) }
     }
 }
 

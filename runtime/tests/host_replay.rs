@@ -12,10 +12,10 @@ use std::path::Path;
 
 use host_support::*;
 use poolrt::host::{Host, HostConfig, IterTime, LatencySamples, RunOptions, StepConfig, TimeVar};
-use poolrt::policy::{CodeHandle, StagePolicy};
+use poolrt::policy::{CodeHandle, Shape, StagePolicy};
 use poolrt::trace::{self, Workload};
 
-unsafe extern "C" fn vllm_time(ctx: *const f64) -> f64 {
+unsafe extern "C" fn vllm_time(_rows: *const f64, _n: u64, _stride: u64, ctx: *const f64) -> f64 {
     // SAFETY: the policy below declares one ctx slot, `tokens`.
     unsafe { 0.005 + 0.00002 * *ctx }
 }
@@ -24,7 +24,8 @@ unsafe extern "C" fn vllm_time(ctx: *const f64) -> f64 {
 /// 8192, 256 seats, `time (0.005 + 0.00002 * tokens)`.
 fn vllm_example() -> HostConfig {
     // SAFETY: the function reads one ctx slot and is static.
-    let policy = unsafe { StagePolicy::new(vllm_time, 1, CodeHandle::process()) };
+    let shape = Shape { row: 0, ctx: 1 };
+    let policy = unsafe { StagePolicy::new(vllm_time, shape, CodeHandle::process()) };
     vllm(
         4096,
         16,
@@ -32,6 +33,7 @@ fn vllm_example() -> HostConfig {
             time: IterTime::Compiled {
                 policy,
                 layout: vec![TimeVar::Tokens],
+                row: vec![],
             },
             ..engine(8192, 256, None)
         },

@@ -13,8 +13,8 @@ mod host_support;
 
 use host_support::*;
 use poolrt::Preempt;
-use poolrt::host::{AttrSpec, Host, HostError, IterTime, StepConfig, TimeVar};
-use poolrt::policy::{CodeHandle, StagePolicy};
+use poolrt::host::{AttrSpec, Host, HostError, IterTime, StepConfig, TakeVar, TimeVar};
+use poolrt::policy::{CodeHandle, Shape, StagePolicy};
 use serde_json::Value;
 
 /// An iteration line in a compact, readable form.
@@ -320,7 +320,12 @@ fn r5_and_sessions_that_can_never_finish_are_rejected_without_blocking_others() 
     assert_eq!(rejects, [(0, None), (1, Some(19))]);
 }
 
-unsafe extern "C" fn residents_plus_millitokens(ctx: *const f64) -> f64 {
+unsafe extern "C" fn residents_plus_millitokens(
+    _rows: *const f64,
+    _n: u64,
+    _stride: u64,
+    ctx: *const f64,
+) -> f64 {
     // SAFETY: the policy below declares 2 ctx slots.
     unsafe { *ctx + 0.001 * *ctx.add(1) }
 }
@@ -330,11 +335,14 @@ fn r15_time_reads_its_ctx_in_the_layout_order() {
     // time = slot0 + 0.001 · slot1 with layout [residents, tokens]: an iteration of
     // one resident taking 500 tokens lasts 1.5 s.
     // SAFETY: the function reads two ctx slots and is static.
-    let policy = unsafe { StagePolicy::new(residents_plus_millitokens, 2, CodeHandle::process()) };
+    let shape = Shape { row: 0, ctx: 2 };
+    let policy =
+        unsafe { StagePolicy::new(residents_plus_millitokens, shape, CodeHandle::process()) };
     let step = StepConfig {
         time: IterTime::Compiled {
             policy,
             layout: vec![TimeVar::Residents, TimeVar::Tokens],
+            row: vec![],
         },
         ..engine(1000, 8, None)
     };
@@ -350,7 +358,12 @@ fn r15_time_reads_its_ctx_in_the_layout_order() {
     assert_eq!(r.ttft.p50, Some(1.5));
 }
 
-unsafe extern "C" fn context_seconds(ctx: *const f64) -> f64 {
+unsafe extern "C" fn context_seconds(
+    _rows: *const f64,
+    _n: u64,
+    _stride: u64,
+    ctx: *const f64,
+) -> f64 {
     // SAFETY: the policy below declares 1 ctx slot.
     unsafe { *ctx }
 }
@@ -363,11 +376,13 @@ fn r20_context_is_the_kv_the_iteration_attends() {
     // (computed 4, takes 1 → 5), s1 takes 5 more of its 8 (computed 2 → 7): 12 → ends
     // at 18. Then s0 decodes (5 + 1) and s1 takes its last 1 (7 + 1): 14 → 32.
     // SAFETY: the function reads one ctx slot and is static.
-    let policy = unsafe { StagePolicy::new(context_seconds, 1, CodeHandle::process()) };
+    let shape = Shape { row: 0, ctx: 1 };
+    let policy = unsafe { StagePolicy::new(context_seconds, shape, CodeHandle::process()) };
     let step = StepConfig {
         time: IterTime::Compiled {
             policy,
             layout: vec![TimeVar::Context],
+            row: vec![],
         },
         ..engine(6, 8, None)
     };
@@ -378,6 +393,49 @@ fn r20_context_is_the_kv_the_iteration_attends() {
         .map(|l| l["end"].as_f64().unwrap())
         .collect();
     assert_eq!(ends[..3], [6.0, 18.0, 32.0]);
+}
+
+unsafe extern "C" fn per_take_seconds(
+    rows: *const f64,
+    n: u64,
+    stride: u64,
+    _ctx: *const f64,
+) -> f64 {
+    // Σ over the take rows [decode, prefill, computed] of prefill · (computed + 1) +
+    // 100 · decode.
+    let mut total = 0.0;
+    for i in 0..n as usize {
+        // SAFETY: the host passes n rows of `stride` (3) slots.
+        let row = unsafe { std::slice::from_raw_parts(rows.add(i * stride as usize), 3) };
+        total += row[1] * (row[2] + 1.0) + 100.0 * row[0];
+    }
+    total
+}
+
+#[test]
+fn r29_time_sums_over_the_take_rows_in_the_row_layout_order() {
+    // Budget 6, chunk none; s0 (prompt 4, output 3) and s1 (prompt 8, output 1) at 0.
+    // 1: s0 takes 4 (computed 0), s1 2 (computed 0): 4·1 + 2·1 = 6 → ends at 6.
+    // 2: s0 decodes: 100; s1 takes 5 (computed 2): 5·3 = 15 → 115 → ends at 121.
+    // 3: s0 decodes: 100; s1 takes its last 1 (computed 7): 1·8 = 8 → 108 → 229.
+    // SAFETY: the function reads n rows of 3 slots and no ctx, and is static.
+    let shape = Shape { row: 3, ctx: 0 };
+    let policy = unsafe { StagePolicy::new(per_take_seconds, shape, CodeHandle::process()) };
+    let step = StepConfig {
+        time: IterTime::Compiled {
+            policy,
+            layout: vec![],
+            row: vec![TakeVar::Decode, TakeVar::Prefill, TakeVar::Computed],
+        },
+        ..engine(6, 8, None)
+    };
+    let w = workload(vec![sess(0.0, 4, 3, &[]), sess(0.0, 8, 1, &[])]);
+    let (_, _, lines) = run(vllm(1000, 4, step), &w);
+    let ends: Vec<f64> = iterations(&lines)
+        .iter()
+        .map(|l| l["end"].as_f64().unwrap())
+        .collect();
+    assert_eq!(ends[..3], [6.0, 121.0, 229.0]);
 }
 
 #[test]

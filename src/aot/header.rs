@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use super::manifest::{self, FORMAT};
 use crate::aot::object::{Prefix, Target};
-use crate::ir::{Evict, Layout, PreemptMode, Program, QueuePolicy, Rows, SiteExpr};
+use crate::ir::{Evict, Layout, PreemptMode, Program, QueuePolicy, SiteExpr};
 
 /// The header text for `program` built for `target` with `prefix`; `source` names
 /// the spec in the opening comment.
@@ -31,7 +31,9 @@ pub fn render(program: &Program, target: &Target, prefix: &Prefix, source: &str)
  *           greatest and equal to NaN); ties are the caller's.
  *   select: index of the least of n rows, the lowest among equals, -1 when n is 0;
  *           row i starts at rows + i * stride (stride counts doubles, not bytes).
- *   time:   seconds per iteration of a step stage.
+ *   time:   seconds per iteration of a step stage, from the ctx (the iteration's
+ *           totals) and n take rows laid out as select's (one per session taking
+ *           tokens, in take order), which sum() adds over.
  * The full contract is docs/ABI.md of poolc.
  */
 #ifndef {guard}
@@ -62,17 +64,13 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
             count(stage.count)
         );
         let (time, time_layout) = stage.time();
-        layout(
-            &mut h,
-            program,
-            prefix,
-            &sym,
-            "time",
-            time_layout,
-            Rows::Absent,
-        );
+        layout(&mut h, program, prefix, &sym, "time", time_layout);
         function(&mut h, program, "time", time, time_layout);
-        let _ = writeln!(h, "double {}(const double *ctx);", prefix.symbol(&sym));
+        let _ = writeln!(
+            h,
+            "double {}(const double *rows, uint64_t n, uint64_t stride, const double *ctx);",
+            prefix.symbol(&sym)
+        );
     }
     for pool in &program.pools {
         let sym = format!("pool_{}", pool.name);
@@ -93,15 +91,7 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
         };
         if let Some(keys) = queue {
             let site = format!("{sym}_queue");
-            layout(
-                &mut h,
-                program,
-                prefix,
-                &site,
-                "queue",
-                &pool.queue_layout,
-                Rows::PerRecord,
-            );
+            layout(&mut h, program, prefix, &site, "queue", &pool.queue_layout);
             key_list(&mut h, program, prefix, &site, keys, &pool.queue_layout);
         }
         let evict = match &pool.evict {
@@ -113,15 +103,7 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
         };
         if evict.is_some() || pool.spill.is_some() {
             let site = format!("{sym}_entry");
-            layout(
-                &mut h,
-                program,
-                prefix,
-                &site,
-                "entry",
-                &pool.entry_layout,
-                Rows::PerRecord,
-            );
+            layout(&mut h, program, prefix, &site, "entry", &pool.entry_layout);
         }
         if let Some(keys) = evict {
             let site = format!("{sym}_evict");
@@ -137,7 +119,6 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
                 &format!("{sym}_resident"),
                 "resident",
                 l,
-                Rows::PerRecord,
             );
             key_list(&mut h, program, prefix, &site, keys, l);
         }
@@ -150,7 +131,6 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
                 &format!("{sym}_route"),
                 "route (a row per member)",
                 l,
-                Rows::PerRecord,
             );
             key_list(
                 &mut h,
@@ -181,7 +161,6 @@ enum {{ {prefix}_manifest_format = {FORMAT} }};
                 &format!("{sym}_handoff"),
                 "handoff (one row: the session)",
                 l,
-                Rows::PerRecord,
             );
             function(&mut h, program, "handoff work", &handoff.work, l);
             let _ = writeln!(
@@ -233,7 +212,6 @@ fn layout(
     site_sym: &str,
     site: &str,
     layout: &Layout,
-    rows: Rows,
 ) {
     let names = |inputs: &[crate::ir::Input]| -> String {
         if inputs.is_empty() {
@@ -246,14 +224,12 @@ fn layout(
             .collect::<Vec<_>>()
             .join("  ")
     };
-    if rows == Rows::PerRecord {
-        let _ = writeln!(
-            h,
-            "/* {site} row, {}: {} */",
-            slots(layout.row.len()),
-            comment(&names(&layout.row))
-        );
-    }
+    let _ = writeln!(
+        h,
+        "/* {site} row, {}: {} */",
+        slots(layout.row.len()),
+        comment(&names(&layout.row))
+    );
     let _ = writeln!(
         h,
         "/* {site} ctx, {}: {} */",
@@ -261,9 +237,7 @@ fn layout(
         comment(&names(&layout.ctx))
     );
     let base = prefix.symbol(site_sym);
-    if rows == Rows::PerRecord {
-        let _ = writeln!(h, "enum {{ {base}_row_slots = {} }};", layout.row.len());
-    }
+    let _ = writeln!(h, "enum {{ {base}_row_slots = {} }};", layout.row.len());
     let _ = writeln!(h, "enum {{ {base}_ctx_slots = {} }};", layout.ctx.len());
 }
 

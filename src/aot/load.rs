@@ -224,7 +224,7 @@ pub unsafe fn load_with_prefix(
     let stages = plan
         .stages
         .iter()
-        .map(|s| Ok((loader.get::<TimeFn>(&s.time.symbol)?, s.ctx_len)))
+        .map(|s| Ok((loader.get::<TimeFn>(&s.time.symbol)?, s.shape)))
         .collect::<Result<Vec<_>, LoadError>>()?;
 
     let code = CodeHandle::new(Arc::new(loader.lib));
@@ -255,9 +255,9 @@ pub unsafe fn load_with_prefix(
         .collect();
     let stages = stages
         .into_iter()
-        .map(|(time, ctx_len)| {
-            // SAFETY: as for key lists; `time` reads at most `ctx_len` ctx slots.
-            unsafe { StagePolicy::new(time, ctx_len, code.clone()) }
+        .map(|(time, shape)| {
+            // SAFETY: as for key lists, on the time layout of `shape` slots.
+            unsafe { StagePolicy::new(time, shape, code.clone()) }
         })
         .collect();
     Ok(Compiled::new(program.clone(), pools, stages, code))

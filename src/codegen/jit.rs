@@ -51,7 +51,7 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
     }
     let mut stages = Vec::with_capacity(plan.stages.len());
     for s in &plan.stages {
-        stages.push((jit.define::<TimeFn>(&s.time)?, s.ctx_len));
+        stages.push((jit.define::<TimeFn>(&s.time)?, s.shape));
     }
     let done = jit.finish()?;
     let code = done.handle();
@@ -79,10 +79,10 @@ pub fn compile_program(program: &ir::Program) -> Result<Compiled, CodegenError> 
         .collect();
     let stages = stages
         .into_iter()
-        .map(|(time, ctx_len)| {
-            // SAFETY: lowered as `Time`, reading at most `ctx_len` ctx slots
-            // (checked); `code` keeps it alive.
-            unsafe { StagePolicy::new(done.get(time), ctx_len, code.clone()) }
+        .map(|(time, shape)| {
+            // SAFETY: lowered as `Time` on the time layout, whose lengths are `shape`
+            // (checked by the plan); `code` keeps it alive.
+            unsafe { StagePolicy::new(done.get(time), shape, code.clone()) }
         })
         .collect();
     Ok(Compiled::new(program.clone(), pools, stages, code))
@@ -169,6 +169,28 @@ pub fn compile_key_list(keys: &[Expr]) -> Result<KeyList, CodegenError> {
     let done = jit.finish()?;
     let code = done.handle();
     Ok(done.key_list(handles, &code))
+}
+
+/// Compiles a stage `time` (R29: row slots only inside `sum`) whose shape is the
+/// slots it reads.
+pub fn compile_time(expr: &Expr) -> Result<StagePolicy, CodegenError> {
+    let shape = bare_shape(std::slice::from_ref(expr));
+    let symbol = "time".to_string();
+    ir::verify::expr(expr, ir::Rows::InSum, shape.row, shape.ctx).map_err(|problem| {
+        CodegenError::Verify(ir::VerifyError {
+            at: symbol.clone(),
+            problem,
+        })
+    })?;
+    let mut jit = Jit::new()?;
+    let handle = jit.define::<TimeFn>(&Planned {
+        symbol,
+        kind: FnKind::Time(expr),
+    })?;
+    let done = jit.finish()?;
+    // SAFETY: lowered as `Time`, reading at most `shape`'s slots (verified above);
+    // the handle keeps the module alive.
+    Ok(unsafe { StagePolicy::new(done.get(handle), shape, done.handle()) })
 }
 
 fn bare_shape(exprs: &[Expr]) -> Shape {

@@ -34,7 +34,8 @@ use crate::ir::{BinaryOp, Builtin, Expr, SiteExpr, Slot, UnaryOp};
 pub enum FnKind<'a> {
     /// `(row: ptr, ctx: ptr) -> f64`: a key, or a spill `pred`/`work`.
     Key(&'a Expr),
-    /// `(ctx: ptr) -> f64`: a stage's `time`; the expression reads no row slot.
+    /// `(rows: ptr, n: i64, stride: i64, ctx: ptr) -> f64`: a stage's `time`; row
+    /// slots are read only inside `sum`, which loops over the `n` rows (R29).
     Time(&'a Expr),
     /// `(row_a: ptr, row_b: ptr, ctx: ptr) -> i32`: the fused E5 comparator.
     Cmp(Keys<'a>),
@@ -76,7 +77,7 @@ pub fn signature(kind: FnKind<'_>, module: &dyn Module) -> Signature {
     let mut sig = Signature::new(isa.default_call_conv());
     let (params, ret): (&[ir::Type], ir::Type) = match kind {
         FnKind::Key(_) => (&[ptr, ptr], F64),
-        FnKind::Time(_) => (&[ptr], F64),
+        FnKind::Time(_) => (&[ptr, I64, I64, ptr], F64),
         FnKind::Cmp(_) => (&[ptr, ptr, ptr], I32),
         FnKind::Select(_) => (&[ptr, I64, I64, ptr], I64),
     };
@@ -135,7 +136,21 @@ pub fn build(
     b.switch_to_block(entry);
     let params = b.block_params(entry).to_vec();
     let ctx = *params.last().expect("every policy function takes ctx last");
-    let mut t = Translator { b, ctx, fmod, ptr };
+    let takes = match kind {
+        FnKind::Time(_) => Some(TakeTable {
+            rows: params[0],
+            n: params[1],
+            stride: params[2],
+        }),
+        _ => None,
+    };
+    let mut t = Translator {
+        b,
+        ctx,
+        fmod,
+        ptr,
+        takes,
+    };
     match kind {
         FnKind::Key(e) => {
             let v = t.expr(e, Some(params[0]));
@@ -156,28 +171,18 @@ pub fn build(
 /// shape of a bare expression compiled without a layout.
 pub fn slots_read(expr: &Expr) -> (usize, usize) {
     match expr {
-        Expr::Const(_) => (0, 0),
         Expr::Slot(Slot::Row(i)) => (*i as usize + 1, 0),
         Expr::Slot(Slot::Ctx(i)) => (0, *i as usize + 1),
-        Expr::Unary(_, x) => slots_read(x),
-        Expr::Binary(_, a, b) => max2(slots_read(a), slots_read(b)),
-        Expr::Cond(c, a, b) => max2(slots_read(c), max2(slots_read(a), slots_read(b))),
-        Expr::Call(_, args) => args.iter().map(slots_read).fold((0, 0), max2),
+        _ => expr
+            .children()
+            .into_iter()
+            .map(slots_read)
+            .fold((0, 0), |a, b| (a.0.max(b.0), a.1.max(b.1))),
     }
-}
-
-fn max2(a: (usize, usize), b: (usize, usize)) -> (usize, usize) {
-    (a.0.max(b.0), a.1.max(b.1))
 }
 
 fn uses_rem(expr: &Expr) -> bool {
-    match expr {
-        Expr::Const(_) | Expr::Slot(_) => false,
-        Expr::Unary(_, x) => uses_rem(x),
-        Expr::Binary(op, a, b) => *op == BinaryOp::Rem || uses_rem(a) || uses_rem(b),
-        Expr::Cond(c, a, b) => uses_rem(c) || uses_rem(a) || uses_rem(b),
-        Expr::Call(_, args) => args.iter().any(uses_rem),
-    }
+    matches!(expr, Expr::Binary(BinaryOp::Rem, _, _)) || expr.children().into_iter().any(uses_rem)
 }
 
 /// Loads of row slots: rows are valid, aligned and unchanging for the whole call,
@@ -194,13 +199,23 @@ struct Translator<'a> {
     ctx: Value,
     /// `fmod`, imported into this function when it uses `%`.
     fmod: Option<ir::FuncRef>,
-    /// The target's pointer type, for the row cursor of `select`.
+    /// The target's pointer type, for the row cursors of `select` and `sum`.
     ptr: ir::Type,
+    /// A `time` function's take table, which `sum` loops over.
+    takes: Option<TakeTable>,
+}
+
+/// The parameters of a `time` function that describe its rows (R29).
+#[derive(Clone, Copy)]
+struct TakeTable {
+    rows: Value,
+    n: Value,
+    stride: Value,
 }
 
 impl Translator<'_> {
     /// One arm per IR node; `row` is the record the row slots are read from (`None`
-    /// in `time`, whose expressions were checked to read no row).
+    /// in `time` outside `sum`, where the verifier allows no row slot).
     fn expr(&mut self, e: &Expr, row: Option<Value>) -> Value {
         match e {
             Expr::Const(c) => self.b.ins().f64const(*c),
@@ -227,6 +242,7 @@ impl Translator<'_> {
             }
             Expr::Cond(c, a, b) => self.cond(c, a, b, row),
             Expr::Call(f, args) => self.call(*f, args, row),
+            Expr::Sum(x) => self.sum(x),
             Expr::Unary(UnaryOp::Not, _) => unreachable!("`!` is boolean"),
         }
     }
@@ -355,6 +371,46 @@ impl Translator<'_> {
         }
         self.b.switch_to_block(merge);
         result
+    }
+
+    /// `sum(x)`: a loop over the take table adding `x` of each row to a total that
+    /// starts at +0, row 0 first, as the interpreter adds (so the same bits). The loop
+    /// is top-tested (`n` may be 0) and walks a row pointer.
+    fn sum(&mut self, x: &Expr) -> Value {
+        let TakeTable { rows, n, stride } =
+            self.takes.expect("checked: sum() only in a stage's time");
+        let body = self.b.create_block();
+        let exit = self.b.create_block();
+        let total = self.b.declare_var(F64);
+        let index = self.b.declare_var(I64);
+        let cursor = self.b.declare_var(self.ptr);
+        let zero = self.b.ins().f64const(0.0);
+        self.b.def_var(total, zero);
+        let first = self.b.ins().iconst(I64, 0);
+        self.b.def_var(index, first);
+        self.b.def_var(cursor, rows);
+        let step = self.b.ins().ishl_imm_u(stride, 3);
+        let step = self.int_to_ptr(step);
+        let any = self.b.ins().icmp_imm_u(IntCC::NotEqual, n, 0);
+        self.b.ins().brif(any, body, &[], exit, &[]);
+
+        self.b.switch_to_block(body);
+        let row = self.b.use_var(cursor);
+        let v = self.expr(x, Some(row));
+        let t = self.b.use_var(total);
+        let t = self.b.ins().fadd(t, v);
+        self.b.def_var(total, t);
+        let i = self.b.use_var(index);
+        let i = self.b.ins().iadd_imm_s(i, 1);
+        self.b.def_var(index, i);
+        let row = self.b.use_var(cursor);
+        let row = self.b.ins().iadd(row, step);
+        self.b.def_var(cursor, row);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, i, n);
+        self.b.ins().brif(more, body, &[], exit, &[]);
+
+        self.b.switch_to_block(exit);
+        self.b.use_var(total)
     }
 
     /// E2 truth: non-zero, and NaN is non-zero (`NotEqual` is unordered-or-not-equal).
@@ -627,7 +683,7 @@ fn is_cheap(expr: &Expr) -> bool {
             Expr::Unary(_, x) => walk(x, budget),
             Expr::Binary(BinaryOp::And | BinaryOp::Or | BinaryOp::Rem, _, _) => false,
             Expr::Binary(_, a, b) => walk(a, budget) && walk(b, budget),
-            Expr::Cond(..) => false,
+            Expr::Cond(..) | Expr::Sum(_) => false,
             Expr::Call(_, args) => args.iter().all(|a| walk(a, budget)),
         }
     }

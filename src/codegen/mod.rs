@@ -30,7 +30,7 @@ use poolrt::policy::{CodeHandle, PoolPolicy, Shape, StagePolicy};
 
 use crate::diag::Diagnostic;
 use crate::ir::{self, Evict, Expr, Layout, PoolId, PreemptMode, QueuePolicy, SiteExpr, StageId};
-pub use jit::{CompiledExprs, compile_exprs, compile_key_list, compile_program};
+pub use jit::{CompiledExprs, compile_exprs, compile_key_list, compile_program, compile_time};
 use lower::{FnKind, Imports, Keys};
 
 /// Why code generation failed. Every variant is a message for a person: the ISA of
@@ -451,7 +451,8 @@ impl PoolPlan<'_> {
 #[derive(Clone, Debug)]
 pub(crate) struct StagePlan<'a> {
     pub time: Planned<'a>,
-    pub ctx_len: usize,
+    /// The time layout's lengths: a take row's slots and the ctx's.
+    pub shape: Shape,
 }
 
 /// Every function a program needs, indexed like `program.pools` and
@@ -527,7 +528,7 @@ impl<'a> ProgramPlan<'a> {
                     symbol,
                     kind: FnKind::Time(&time.expr),
                 },
-                ctx_len: time_layout.ctx.len(),
+                shape: shape_of(time_layout),
             });
         }
         Ok(ProgramPlan { pools, stages })
@@ -543,7 +544,7 @@ fn shape_of(layout: &Layout) -> Shape {
 
 /// Checks a bare expression (not from a verified program) against its shape.
 pub(crate) fn check_bare(symbol: &str, expr: &Expr, shape: Shape) -> Result<(), CodegenError> {
-    ir::verify::expr(expr, Some(shape.row), shape.ctx).map_err(|problem| {
+    ir::verify::expr(expr, ir::Rows::PerRecord, shape.row, shape.ctx).map_err(|problem| {
         CodegenError::Verify(ir::VerifyError {
             at: symbol.to_string(),
             problem,

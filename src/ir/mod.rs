@@ -118,6 +118,15 @@ impl Builtin {
     pub fn is_variadic(self) -> bool {
         matches!(self, Builtin::Min | Builtin::Max)
     }
+
+    /// Whether E4 lets it take `args` arguments.
+    pub fn arity_ok(self, args: usize) -> bool {
+        if self.is_variadic() {
+            args >= 2
+        } else {
+            args == 1
+        }
+    }
 }
 
 /// Where an expression leaf reads its value: a slot of the row (one per record: a
@@ -140,6 +149,23 @@ pub enum Expr {
     /// `c ? a : b`, lazy.
     Cond(Box<Expr>, Box<Expr>, Box<Expr>),
     Call(Builtin, Vec<Expr>),
+    /// `sum(e)` in a stage's `time` (R29): `e` over each row of the iteration's take
+    /// table (one row per session that takes tokens), added in row order from +0.
+    /// Row slots are read only inside it, and it does not nest.
+    Sum(Box<Expr>),
+}
+
+impl Expr {
+    /// The direct sub-expressions, in evaluation order.
+    pub fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Const(_) | Expr::Slot(_) => Vec::new(),
+            Expr::Unary(_, x) | Expr::Sum(x) => vec![x],
+            Expr::Binary(_, a, b) => vec![a, b],
+            Expr::Cond(c, a, b) => vec![c, a, b],
+            Expr::Call(_, args) => args.iter().collect(),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -411,12 +437,14 @@ impl Layout {
     }
 }
 
-/// Whether a site has rows: a pool's sites evaluate one row per record (a waiting
-/// hold, a cache entry, a candidate victim), a stage's `time` only its context.
+/// Where a site's expressions read a row: a pool's sites evaluate one row per record
+/// (a waiting hold, a cache entry, a candidate victim, a member); a stage's `time`
+/// reads its context, and rows (one per session taking tokens) only inside `sum`
+/// (R29).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Rows {
     PerRecord,
-    Absent,
+    InSum,
 }
 
 /// A compiled expression at a site, with what it reads.
@@ -694,7 +722,8 @@ pub struct StepStage {
     pub chunk: Limit,
     /// `serve exclusive prefill` (R16).
     pub exclusive_prefill: bool,
-    /// Seconds per iteration, on `time_layout` (ctx only).
+    /// Seconds per iteration, on `time_layout`: its ctx holds the iteration's totals,
+    /// its row one session's take, read only inside `sum` (R29).
     pub time: SiteExpr,
     pub time_layout: Layout,
 }

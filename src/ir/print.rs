@@ -76,7 +76,7 @@ pub type SlotWriter<'a> = &'a dyn Fn(&mut String, Slot);
 /// An expression in prefix notation (docs/ABI.md, "Manifest"): numbers as Rust's
 /// `{:?}` prints them (exact: they parse back to the same `f64`), slots as `slot`
 /// writes them, `(op args…)` for everything else, with `op` one of `neg not or and
-/// eq ne lt le gt ge add sub mul div rem if` or a built-in's name.
+/// eq ne lt le gt ge add sub mul div rem if sum` or a built-in's name.
 pub fn prefix(e: &Expr, slot: SlotWriter<'_>) -> String {
     let mut s = String::new();
     write_prefix(&mut s, e, slot);
@@ -128,6 +128,7 @@ fn write_prefix(s: &mut String, e: &Expr, slot: SlotWriter<'_>) {
         Expr::Binary(op, a, b) => write_call(s, binary_name(*op), [&**a, &**b], slot),
         Expr::Cond(c, a, b) => write_call(s, "if", [&**c, &**a, &**b], slot),
         Expr::Call(f, args) => write_call(s, f.name(), args, slot),
+        Expr::Sum(x) => write_call(s, "sum", [&**x], slot),
     }
 }
 

@@ -13,11 +13,12 @@
 //! - **Layouts.** Each layout's row and ctx are strictly increasing in `Input` order
 //!   (dense, each input at most once: docs/ABI.md), hold at most [`MAX_SLOTS`] inputs
 //!   (a slot's byte offset fits the `i32` displacement codegen uses), never hold
-//!   `Var(Waited)` or `Var(Age)` (derived, not slots), and a stage's `time` layout has
-//!   no row.
+//!   `Var(Waited)` or `Var(Age)` (derived, not slots).
 //! - **Slots in range.** Every slot an expression reads is inside its site's layout;
 //!   [`expr`] checks this alone for bare expressions (and that no slot index reaches
 //!   [`MAX_SLOTS`]).
+//! - **Sums** (R29): `Sum` appears only in a stage's `time`, never inside another
+//!   `Sum`; there, row slots are read only inside a `Sum`.
 //! - **Built-in arity** (E4): `min`/`max` take two or more arguments, the others one.
 //! - **Read-sets cover what the expressions read.** Every input a site expression's
 //!   slots hold is named by its read-set (`waited` standing for `enqueued` and
@@ -82,10 +83,12 @@ pub enum Problem {
     DerivedInLayout {
         var: Var,
     },
-    RowInTimeLayout,
-    RowAtRowlessSite {
+    /// A row slot of a stage's `time` outside `sum` (R29).
+    RowOutsideSum {
         slot: u32,
     },
+    /// `sum` at a pool's site, or inside another `sum` (R29).
+    MisplacedSum,
     SlotOutOfRange {
         slot: Slot,
         len: usize,
@@ -148,9 +151,11 @@ impl fmt::Display for VerifyError {
             Problem::DerivedInLayout { var } => {
                 write!(f, "`{}` is derived and has no slot", var.name())
             }
-            Problem::RowInTimeLayout => f.write_str("a stage's time layout has row slots"),
-            Problem::RowAtRowlessSite { slot } => {
-                write!(f, "reads row slot {slot} at a site without rows")
+            Problem::RowOutsideSum { slot } => {
+                write!(f, "reads row slot {slot} of a stage's time outside sum()")
+            }
+            Problem::MisplacedSum => {
+                f.write_str("sum() outside a stage's time, or inside another sum()")
             }
             Problem::SlotOutOfRange { slot, len } => {
                 let (side, i) = match slot {
@@ -212,10 +217,7 @@ pub fn verify(program: &Program) -> Result<(), VerifyError> {
         v.count(&at("family"), stage.count)?;
         let (time, time_layout) = stage.time();
         v.layout(&at("time_layout"), time_layout, None)?;
-        if !time_layout.row.is_empty() {
-            return Err(fail(&at("time_layout"), Problem::RowInTimeLayout));
-        }
-        v.site(&at("time"), time, time_layout, Rows::Absent)?;
+        v.site(&at("time"), time, time_layout, Rows::InSum)?;
     }
     for pool in &program.pools {
         v.pool(pool)?;
@@ -223,51 +225,55 @@ pub fn verify(program: &Program) -> Result<(), VerifyError> {
     Ok(())
 }
 
-/// Checks a bare expression's slots and arities against a shape: `row_len` is
-/// `None` at a site without rows (a stage's `time`).
-pub fn expr(e: &Expr, row_len: Option<usize>, ctx_len: usize) -> Result<(), Problem> {
+/// Checks a bare expression's slots, arities and sums against a shape: `rows` says
+/// where it may read its `row_len` row slots (R29).
+pub fn expr(e: &Expr, rows: Rows, row_len: usize, ctx_len: usize) -> Result<(), Problem> {
+    let place = match rows {
+        Rows::PerRecord => Place::Record,
+        Rows::InSum => Place::Time,
+    };
+    check(e, place, row_len, ctx_len)
+}
+
+/// Where a node sits: what its row slots and a `Sum` may do there.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// A pool's site: rows readable, no `Sum`.
+    Record,
+    /// A stage's `time` outside `sum`: no row, `Sum` allowed.
+    Time,
+    /// Inside a `Sum`: rows readable, no `Sum`.
+    InSum,
+}
+
+fn check(e: &Expr, place: Place, row_len: usize, ctx_len: usize) -> Result<(), Problem> {
     match e {
-        Expr::Const(_) => Ok(()),
         Expr::Slot(slot @ (Slot::Row(i) | Slot::Ctx(i))) if *i as usize >= MAX_SLOTS => {
             Err(Problem::SlotBeyondLimit { slot: *slot })
         }
-        Expr::Slot(Slot::Row(i)) => match row_len {
-            None => Err(Problem::RowAtRowlessSite { slot: *i }),
-            Some(n) if (*i as usize) < n => Ok(()),
-            Some(n) => Err(Problem::SlotOutOfRange {
-                slot: Slot::Row(*i),
-                len: n,
-            }),
-        },
+        Expr::Slot(Slot::Row(i)) if place == Place::Time => {
+            Err(Problem::RowOutsideSum { slot: *i })
+        }
+        Expr::Slot(Slot::Row(i)) if (*i as usize) < row_len => Ok(()),
+        Expr::Slot(Slot::Row(i)) => Err(Problem::SlotOutOfRange {
+            slot: Slot::Row(*i),
+            len: row_len,
+        }),
         Expr::Slot(Slot::Ctx(i)) if (*i as usize) < ctx_len => Ok(()),
         Expr::Slot(Slot::Ctx(i)) => Err(Problem::SlotOutOfRange {
             slot: Slot::Ctx(*i),
             len: ctx_len,
         }),
-        Expr::Unary(_, x) => expr(x, row_len, ctx_len),
-        Expr::Binary(_, a, b) => {
-            expr(a, row_len, ctx_len)?;
-            expr(b, row_len, ctx_len)
-        }
-        Expr::Cond(c, a, b) => {
-            expr(c, row_len, ctx_len)?;
-            expr(a, row_len, ctx_len)?;
-            expr(b, row_len, ctx_len)
-        }
-        Expr::Call(f, args) => {
-            let ok = if f.is_variadic() {
-                args.len() >= 2
-            } else {
-                args.len() == 1
-            };
-            if !ok {
-                return Err(Problem::Arity {
-                    builtin: *f,
-                    args: args.len(),
-                });
-            }
-            args.iter().try_for_each(|a| expr(a, row_len, ctx_len))
-        }
+        Expr::Sum(x) if place == Place::Time => check(x, Place::InSum, row_len, ctx_len),
+        Expr::Sum(_) => Err(Problem::MisplacedSum),
+        Expr::Call(f, args) if !f.arity_ok(args.len()) => Err(Problem::Arity {
+            builtin: *f,
+            args: args.len(),
+        }),
+        _ => e
+            .children()
+            .into_iter()
+            .try_for_each(|x| check(x, place, row_len, ctx_len)),
     }
 }
 
@@ -561,11 +567,8 @@ impl Verifier<'_> {
         layout: &Layout,
         rows: Rows,
     ) -> Result<(), VerifyError> {
-        let row_len = match rows {
-            Rows::PerRecord => Some(layout.row.len()),
-            Rows::Absent => None,
-        };
-        expr(&site.expr, row_len, layout.ctx.len()).map_err(|problem| fail(at, problem))?;
+        expr(&site.expr, rows, layout.row.len(), layout.ctx.len())
+            .map_err(|problem| fail(at, problem))?;
         let mut read = BTreeSet::new();
         slots_read(&site.expr, layout, &mut read);
         let declared: BTreeSet<Input> = site.reads.0.iter().flat_map(|r| implied(*r)).collect();
@@ -599,19 +602,11 @@ fn implied(read: Read) -> Vec<Input> {
 /// The inputs of the slots `e` reads (slots already checked to be in range).
 fn slots_read(e: &Expr, layout: &Layout, out: &mut BTreeSet<Input>) {
     match e {
-        Expr::Const(_) => {}
         Expr::Slot(Slot::Row(i)) => out.extend(layout.row.get(*i as usize).copied()),
         Expr::Slot(Slot::Ctx(i)) => out.extend(layout.ctx.get(*i as usize).copied()),
-        Expr::Unary(_, x) => slots_read(x, layout, out),
-        Expr::Binary(_, a, b) => {
-            slots_read(a, layout, out);
-            slots_read(b, layout, out);
-        }
-        Expr::Cond(c, a, b) => {
-            for x in [c, a, b] {
-                slots_read(x, layout, out);
-            }
-        }
-        Expr::Call(_, args) => args.iter().for_each(|a| slots_read(a, layout, out)),
+        _ => e
+            .children()
+            .into_iter()
+            .for_each(|x| slots_read(x, layout, out)),
     }
 }

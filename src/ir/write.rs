@@ -287,5 +287,10 @@ fn write_expr(s: &mut String, e: &Expr, p: &Program, l: &Layout, outer: u8) {
             }
             s.push(')');
         }
+        Expr::Sum(x) => {
+            s.push_str("sum(");
+            write_expr(s, x, p, l, 0);
+            s.push(')');
+        }
     }
 }

@@ -16,6 +16,9 @@ use super::errors;
 use super::names::{Sym, suggest};
 use super::site::{Site, SiteBuilder};
 
+/// The function a stage's `time` sums per-session terms with (R29).
+const SUM: &str = "sum";
+
 /// The family whose member evaluates an expression: queries without an index join to
 /// it by K1.
 #[derive(Clone, Copy)]
@@ -159,12 +162,7 @@ impl<'a> Checker<'a> {
         owner: Option<Owner<'_>>,
     ) -> Option<Expr> {
         if let Some(builtin) = Builtin::from_name(&f.name) {
-            let ok = if builtin.is_variadic() {
-                args.len() >= 2
-            } else {
-                args.len() == 1
-            };
-            if !ok {
+            if !builtin.arity_ok(args.len()) {
                 let expected = if builtin.is_variadic() {
                     "2 or more arguments"
                 } else {
@@ -176,6 +174,9 @@ impl<'a> Checker<'a> {
             let lowered: Vec<Option<Expr>> = args.iter().map(|a| self.lower(a, b, owner)).collect();
             let lowered: Option<Vec<Expr>> = lowered.into_iter().collect();
             return Some(fold(Expr::Call(builtin, lowered?)));
+        }
+        if f.name == SUM {
+            return self.lower_sum(f, args, span, b, owner);
         }
         if let Some(scored) = Scored::from_name(&f.name) {
             let [arg] = self.route_call(f, args, span, b)?;
@@ -191,6 +192,7 @@ impl<'a> Checker<'a> {
         }
         let Some(kind) = QueryKind::from_name(&f.name) else {
             let mut cand: Vec<&str> = Builtin::ALL.iter().map(|b| b.name()).collect();
+            cand.push(SUM);
             cand.extend(QueryKind::ALL.iter().map(|q| q.name()));
             cand.extend(Scored::ALL.iter().map(|q| q.name()));
             cand.extend(Extreme::ALL.iter().map(|q| q.name()));
@@ -218,6 +220,35 @@ impl<'a> Checker<'a> {
         let q = Query { kind, target };
         b.reads.insert(Read::Query(q));
         Some(b.leaf(Input::Query(q)))
+    }
+
+    /// `sum(e)` in a stage's `time` (R29): `e` lowered at the take site, whose
+    /// inputs are row slots, then summed over the iteration's takes.
+    fn lower_sum(
+        &mut self,
+        f: &ast::Ident,
+        args: &[ast::Expr],
+        span: Span,
+        b: &mut SiteBuilder,
+        owner: Option<Owner<'_>>,
+    ) -> Option<Expr> {
+        if b.site != Site::Time {
+            let what = if b.site == Site::Take {
+                format!("`{}(…)`: sums do not nest", f.name)
+            } else {
+                format!("`{}(…)`", f.name)
+            };
+            self.forbid(b, &what, span);
+            return None;
+        }
+        let [arg] = args else {
+            self.error(errors::wrong_arity(&f.name, "1 argument", args.len(), span));
+            return None;
+        };
+        b.site = Site::Take;
+        let term = self.lower(arg, b, owner);
+        b.site = Site::Time;
+        Some(Expr::Sum(Box::new(term?)))
     }
 
     /// S1: the builder's site may not read `what`.
@@ -437,7 +468,8 @@ fn fold(e: Expr) -> Expr {
             is_const(a) && is_const(b) && is_const(c)
         }
         Expr::Call(_, args) => args.iter().all(is_const),
-        Expr::Const(_) | Expr::Slot(_) => false,
+        // `sum(3)` is 3 per take: never a constant.
+        Expr::Const(_) | Expr::Slot(_) | Expr::Sum(_) => false,
     };
     if all_const {
         Expr::Const(interp::eval(&e, &[], &[]))

@@ -18,6 +18,9 @@ pub enum Site {
     SpillWork,
     SpillPred,
     Time,
+    /// The argument of `sum(…)` in a stage's `time` (R29): a row per session taking
+    /// tokens in the iteration.
+    Take,
     /// `route by` keys (R22): a row per member of the routed family.
     Route,
     /// A `handoff`'s work (R26): once per transfer.
@@ -35,6 +38,7 @@ impl Site {
             Site::SpillWork => "spill work",
             Site::SpillPred => "spill predicates",
             Site::Time => "stage time",
+            Site::Take => "sum terms",
             Site::Route => "route keys",
             Site::Handoff => "handoff work",
         }
@@ -57,7 +61,12 @@ impl Site {
             Site::SpillWork | Site::SpillPred => {
                 "constants; `size`, `age`, `last`, `waiting`, `units`; the entry's session attributes"
             }
-            Site::Time => "constants; `tokens`, `prefill`, `decode`, `residents`, `context`",
+            Site::Time => {
+                "constants; `tokens`, `prefill`, `decode`, `residents`, `context`; `sum(…)` of per-session terms"
+            }
+            Site::Take => {
+                "constants; the session's `tokens`, `prefill`, `decode`, `computed`, `context`; session attributes"
+            }
             Site::Route => {
                 "constants; session attributes; `member`; `now`; queries; `hit`, `tier_hit`, `routed` of the routed family; `min_of`, `max_of`"
             }
@@ -77,6 +86,7 @@ impl Site {
                 | Site::SpillPred
                 | Site::Route
                 | Site::Handoff
+                | Site::Take
         )
     }
 
@@ -93,6 +103,7 @@ impl Site {
             Site::Preempt => matches!(v, Units | Computed | Admitted | Now),
             Site::SpillWork | Site::SpillPred => matches!(v, Size | Age | Last | Waiting | Units),
             Site::Time => matches!(v, Tokens | Prefill | Decode | Residents | Context),
+            Site::Take => matches!(v, Tokens | Prefill | Decode | Computed | Context),
             Site::Route => matches!(v, Now | Member),
             Site::Handoff => matches!(v, Units),
         }
@@ -102,6 +113,8 @@ impl Site {
     /// (one per record). Per-moment values are context; per-record values are row.
     fn in_ctx(self, input: Input) -> bool {
         match input {
+            // A take's values are its row; the iteration's totals are the ctx.
+            _ if self == Site::Take => false,
             // At the route site a row is a member: what differs between members (a
             // query joined member for member, what it would hit, its index) is in
             // the row; the session's attributes are the same for every member.
@@ -148,7 +161,9 @@ impl SiteBuilder {
     /// A leaf reading `input`, interned. The slot is provisional until `finish`.
     pub fn leaf(&mut self, input: Input) -> Expr {
         let ctx = self.site.in_ctx(input);
-        let i = match self.inputs.iter().position(|(x, _)| *x == input) {
+        // At a time site the same input may be both a total (ctx) and, inside `sum`,
+        // a take's value (row): each side is interned apart.
+        let i = match self.inputs.iter().position(|&x| x == (input, ctx)) {
             Some(i) => i,
             None => {
                 self.inputs.push((input, ctx));
@@ -223,6 +238,7 @@ impl Remap {
                 self.apply(b);
             }
             Expr::Call(_, args) => args.iter_mut().for_each(|a| self.apply(a)),
+            Expr::Sum(x) => self.apply(x),
         }
     }
 }

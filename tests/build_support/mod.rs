@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use poolc::aot::object::{Prefix, Target};
 use poolc::aot::{BuildOptions, Emit};
 use poolc::ir::{
-    Attr, AttrId, Evict, Expr, Input, Join, JoinRule, Layout, Limit, LinkStage, Member, Pool,
-    PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy, QueueTie, Read,
+    Attr, AttrId, BinaryOp, Evict, Expr, Input, Join, JoinRule, Layout, Limit, LinkStage, Member,
+    Pool, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy, QueueTie, Read,
     ReadSet, Requeue, Session, SiteExpr, Slot, Spill, Stage, StageId, StageKind, StepStage, Var,
 };
 use proptest::prelude::*;
@@ -232,7 +232,6 @@ pub fn draw_row_ctx(runner: &mut TestRunner, shape: poolrt::policy::Shape) -> (V
 fn site(expr: Expr, layout: &Layout) -> SiteExpr {
     fn walk(e: &Expr, layout: &Layout, out: &mut BTreeSet<Read>) {
         match e {
-            Expr::Const(_) => {}
             Expr::Slot(slot) => {
                 let input = match slot {
                     Slot::Row(i) => layout.row[*i as usize],
@@ -247,17 +246,7 @@ fn site(expr: Expr, layout: &Layout) -> SiteExpr {
                     }
                 });
             }
-            Expr::Unary(_, x) => walk(x, layout, out),
-            Expr::Binary(_, a, b) => {
-                walk(a, layout, out);
-                walk(b, layout, out);
-            }
-            Expr::Cond(c, a, b) => {
-                for x in [c, a, b] {
-                    walk(x, layout, out);
-                }
-            }
-            Expr::Call(_, args) => args.iter().for_each(|a| walk(a, layout, out)),
+            _ => e.children().into_iter().for_each(|x| walk(x, layout, out)),
         }
     }
     let mut reads = BTreeSet::new();
@@ -271,7 +260,8 @@ fn site(expr: Expr, layout: &Layout) -> SiteExpr {
 /// A checked-looking program whose every function is a random expression:
 /// `pools` pools `c0`, `c1`, … each with `keys` queue keys, `keys` evict keys and a
 /// spill `when`/`work` (to the last pool, via the link stage `l`), and a step stage
-/// `s` whose `time` is random too. Every site has 4 row slots (attributes `a0`–`a3`)
+/// `s` whose `time` is random too, a ctx term plus a `sum` of a row term. Every
+/// site has 4 row slots (attributes `a0`–`a3`)
 /// and 3 ctx slots (`now`, `units`, `free(c0)`). Read-sets are what each
 /// expression reads, and every pool and stage is a family of one joined member for
 /// member, so the program passes `ir::verify` like one from sema.
@@ -308,16 +298,19 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             }),
         ],
     };
-    let time_layout = Layout {
-        row: vec![],
-        ctx: layout.ctx.clone(),
-    };
+    // The time reads its ctx and sums over take rows of the four attributes (R29).
+    let time_layout = layout.clone();
+    let time = Expr::Binary(
+        BinaryOp::Add,
+        Box::new(draw(&mut runner, &expr(false))),
+        Box::new(Expr::Sum(Box::new(draw(&mut runner, &row_expr)))),
+    );
     let step = StepStage {
         budget: Limit::Finite(8192),
         seats: Limit::Finite(256),
         chunk: Limit::Unbounded,
         exclusive_prefill: false,
-        time: site(draw(&mut runner, &expr(false)), &time_layout),
+        time: site(time, &time_layout),
         time_layout,
     };
     let stage = |name: &str, kind: StageKind| Stage {

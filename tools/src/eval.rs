@@ -13,6 +13,11 @@
 //! the source (`free(kv)`, `budget_left(engine)`, `queued(q[1])`). An attribute not
 //! given takes its session default; anything else the site reads must be given.
 //!
+//! A stage's `time` reads the iteration's totals, and inside `sum(…)` the values of
+//! each session taking tokens (R29): eval evaluates it for an iteration of **one**
+//! session, whose take row holds the same names' values (`tokens`, `prefill`,
+//! `decode`, `computed`, `context`, its attributes), so `sum(e)` is `e` of them.
+//!
 //! Derived names: the IR stores `waited` as `now − enqueued` and `age` as
 //! `now − last`. Given `waited=W` without `now`, eval sets `now = W` and
 //! `enqueued = 0`, so the key sees `waited` exactly W (also for inf and NaN); with
@@ -202,12 +207,24 @@ pub fn eval_site(
     let values = exprs
         .iter()
         .enumerate()
-        .map(|(i, e)| match backend {
-            Backend::Interp => interp::eval(&e.expr, &row, &ctx),
-            Backend::Jit => target.jit(compiled, i, &row, &ctx),
+        .map(|(i, e)| match (backend, target) {
+            (Backend::Interp, SiteRef::Stage(_)) => {
+                interp::eval_time(&e.expr, one_take(&row), &ctx)
+            }
+            (Backend::Interp, SiteRef::Pool(..)) => interp::eval(&e.expr, &row, &ctx),
+            (Backend::Jit, _) => target.jit(compiled, i, &row, &ctx),
         })
         .collect();
     Ok(values)
+}
+
+/// The take table of an iteration of one session, whose row is `row`.
+fn one_take(row: &[f64]) -> interp::Takes<'_> {
+    interp::Takes {
+        rows: row,
+        n: 1,
+        stride: row.len(),
+    }
 }
 
 /// One site of one declaration, resolved.
@@ -295,7 +312,7 @@ impl SiteRef {
     fn jit(self, compiled: &Compiled, i: usize, row: &[f64], ctx: &[f64]) -> f64 {
         let missing = "Compiled has a function for every site of its program";
         match self {
-            SiteRef::Stage(s) => compiled.stage(s).time(ctx),
+            SiteRef::Stage(s) => compiled.stage(s).time(ctx, row, 1),
             SiteRef::Pool(p, site) => {
                 let policy = compiled.pool(p);
                 match site {
@@ -447,23 +464,12 @@ impl Given {
 
 fn slots_of(expr: &Expr, out: &mut Vec<Slot>) {
     match expr {
-        Expr::Const(_) => {}
         Expr::Slot(s) => {
             if !out.contains(s) {
                 out.push(*s);
             }
         }
-        Expr::Unary(_, x) => slots_of(x, out),
-        Expr::Binary(_, a, b) => {
-            slots_of(a, out);
-            slots_of(b, out);
-        }
-        Expr::Cond(c, a, b) => {
-            slots_of(c, out);
-            slots_of(a, out);
-            slots_of(b, out);
-        }
-        Expr::Call(_, args) => args.iter().for_each(|a| slots_of(a, out)),
+        _ => expr.children().into_iter().for_each(|x| slots_of(x, out)),
     }
 }
 

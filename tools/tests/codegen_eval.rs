@@ -183,6 +183,24 @@ fn stage_time_reads_tokens() {
 }
 
 #[test]
+fn r29_a_time_with_sum_is_evaluated_for_one_session_with_the_inputs_given() {
+    let spec = "session { prompt; output; }\n\
+                stage engine { step; time (0.001 * residents + sum(prefill * (computed + prompt))); }";
+    let c = compile(spec, &Options::default()).unwrap();
+    // One session: 100 prefill tokens after 20 computed, prompt 500.
+    let given = ["residents=1", "prefill=100", "computed=20", "prompt=500"];
+    assert_eq!(
+        both(&c, "engine", Site::Time, &given),
+        Ok(vec![0.001 + 100.0 * (20.0 + 500.0)])
+    );
+    let err = both(&c, "engine", Site::Time, &["residents=1", "prefill=100"]).unwrap_err();
+    let EvalError::MissingInputs { names, .. } = &err else {
+        panic!("wrong error {err:?}")
+    };
+    assert_eq!(names, &["computed", "prompt"]);
+}
+
+#[test]
 fn missing_inputs_are_named_as_the_source_names_them() {
     let c = compiled();
     let err = both(&c, "kv", Site::Queue, &["prompt=1"])

@@ -256,6 +256,59 @@ fn fit_recovers_known_coefficients_to_1e_9_without_noise() {
 }
 
 #[test]
+fn r29_fit_recovers_coefficients_of_per_request_sums_to_1e_9() {
+    // The prefill attention and decode KV terms of a roofline, per request: each
+    // chunk of t tokens after c computed costs t·(c + t/2) (written with the log's
+    // prompt = c + t), each decode (c + 1). The true times are worked out here, request
+    // by request, from the generated rows.
+    let truth = [0.004, 1.5e-5, 2e-10, 4e-8];
+    let iterations: Vec<Generated> = generate(300, 0.0, 5)
+        .into_iter()
+        .map(|(_, reqs)| {
+            let (mut tokens, mut attention, mut kv) = (0.0, 0.0, 0.0);
+            for r in &reqs {
+                let (t, c) = (r[0] as f64, r[1] as f64);
+                tokens += t;
+                if r[3] == 0 {
+                    attention += t * (c + t / 2.0);
+                } else {
+                    kv += c + t;
+                }
+            }
+            let time = truth[0] + truth[1] * tokens + truth[2] * attention + truth[3] * kv;
+            (time, reqs)
+        })
+        .collect();
+    let time =
+        "b0 + b1*tokens + b2*sum(prefill * (prompt - prefill / 2)) + b3*sum(decode * context)";
+    let fit = fit_text("sums.jsonl", &jsonl(&iterations), Layout::Jsonl, time);
+    assert_eq!(fit.values.len(), 4);
+    for ((name, found), expected) in fit.values.iter().zip(truth) {
+        let error = relative(*found, expected);
+        assert!(
+            error < 1e-9,
+            "{name} = {found}, true {expected}: {error:e} off"
+        );
+    }
+    assert!(
+        fit.fitted_time
+            .contains("sum(prefill * (prompt - prefill / 2))")
+    );
+}
+
+#[test]
+fn r29_prompt_is_the_step_logs_and_is_read_inside_sum_only() {
+    let e = TimeModel::parse("b0 + b1 * prompt").unwrap_err();
+    assert!(
+        e.iter()
+            .any(|d| d.message.contains("session attribute `prompt`")),
+        "{e:?}"
+    );
+    let model = TimeModel::parse("b0 + b1 * sum(prompt)").unwrap();
+    assert_eq!(model.unknowns(), ["b0", "b1"]);
+}
+
+#[test]
 fn a_constant_term_without_unknowns_is_part_of_the_offset() {
     // The log's times are exactly 0.002 + 1e-5·tokens + 0.001·residents; the
     // expression fixes the residents term, so only b0 and b1 are fitted.

@@ -49,15 +49,35 @@ pub enum TimeVar {
     Context,
 }
 
+/// Which value one slot of a stage's take row holds: a value of one session taking
+/// tokens in the iteration, which `sum` adds over (R29).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TakeVar {
+    /// The tokens it takes.
+    Tokens,
+    /// Its tokens when it is catching up (prefill or recompute), else 0.
+    Prefill,
+    /// Its tokens when it is generating (one), else 0.
+    Decode,
+    /// Its computed tokens before the iteration.
+    Computed,
+    /// Its computed tokens before the iteration plus the tokens it takes.
+    Context,
+    /// A session attribute by index.
+    Attr(u32),
+}
+
 /// How long an iteration of a step stage takes.
 #[derive(Clone, Debug)]
 pub enum IterTime {
     /// The same seconds every iteration (`time (c)`, or 0 when the spec sets none).
     Fixed(f64),
-    /// The compiled `time (expr)`; `layout[i]` says what ctx slot `i` holds.
+    /// The compiled `time (expr)`; `layout[i]` says what ctx slot `i` holds, `row[i]`
+    /// what slot `i` of each take row holds.
     Compiled {
         policy: StagePolicy,
         layout: Vec<TimeVar>,
+        row: Vec<TakeVar>,
     },
 }
 

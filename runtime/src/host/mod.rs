@@ -20,7 +20,7 @@ mod sim;
 pub use config::{
     AttrSpec, Extreme, HandoffConfig, HandoffInput, HostConfig, HostError, IterTime, LinkConfig,
     PoolDecl, PoolMember, Probe, RouteConfig, RouteInput, Scored, StageDecl, StageKind, StepConfig,
-    TimeVar,
+    TakeVar, TimeVar,
 };
 pub use log::JsonLog;
 pub use observe::{Admitted, HostEvent, Iteration, Latency, Observer, PoolEvent, PoolEventKind};

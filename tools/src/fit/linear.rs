@@ -3,8 +3,9 @@
 //! decides that structurally, on the AST, before any number is computed. Sums and
 //! differences of linear terms are linear, and so is a negated one; a product is
 //! linear when at most one factor holds unknowns, a quotient when its divisor holds
-//! none; every other form (a conditional, a comparison, `&&`, `||`, `%`, `!`, a
-//! function, an index) must hold no unknown at all. It owns the wording of these
+//! none; `sum(e)` is linear when `e` is (a sum of linear terms, R29); every other
+//! form (a conditional, a comparison, `&&`, `||`, `%`, `!`, another function, an
+//! index) must hold no unknown at all. It owns the wording of these
 //! diagnostics and of "nothing to fit"; it evaluates nothing and never prints.
 
 use poolc::diag::Diagnostic;
@@ -104,6 +105,9 @@ impl Walk<'_> {
             ExprKind::Conditional(c, t, f) => self.refuse_inside(e, &[c, t, f], out, &|names| {
                 format!("{names} inside a conditional")
             }),
+            ExprKind::Call(f, args) if f.name == "sum" && args.len() == 1 => {
+                args.iter().for_each(|a| self.expr(a, out));
+            }
             ExprKind::Call(f, args) => {
                 let args: Vec<&Expr> = args.iter().collect();
                 self.refuse_inside(e, &args, out, &|names| {

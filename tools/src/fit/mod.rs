@@ -18,6 +18,7 @@ use std::fmt;
 use poolc::diag::Diagnostic;
 
 pub use model::TimeModel;
+use steps::Iteration;
 pub use steps::{Counts, StepLog};
 
 /// The stage a fitted block declares: a name `stage NAME { step; }` checks with.
@@ -239,8 +240,7 @@ pub fn fit(log: &StepLog, model: &TimeModel, stage: &StageName) -> Result<Fit, F
             file: log.file.clone(),
         });
     }
-    let counts: Vec<Counts> = log.iterations.iter().map(|i| i.counts).collect();
-    let (offset, columns) = basis(model, &counts)?;
+    let (offset, columns) = basis(model, &log.iterations)?;
     not_finite_at(log, |i| {
         offset.get(i).is_some_and(|o| o.is_finite())
             && columns
@@ -255,7 +255,9 @@ pub fn fit(log: &StepLog, model: &TimeModel, stage: &StageName) -> Result<Fit, F
         .collect();
     let solution = nnls::solve(&columns, &target).map_err(FitError::Solver)?;
     let values = solution.values.clone();
-    let predicted = model.times(&values, &counts).map_err(FitError::Time)?;
+    let predicted = model
+        .times(&values, &log.iterations)
+        .map_err(FitError::Time)?;
     not_finite_at(log, |i| predicted.get(i).is_some_and(|p| p.is_finite()))?;
 
     let pairs = |keep: &dyn Fn(&Counts) -> bool| -> Vec<(f64, f64)> {
@@ -286,13 +288,18 @@ pub fn fit(log: &StepLog, model: &TimeModel, stage: &StageName) -> Result<Fit, F
 }
 
 /// Per iteration, the offset f(0), and per unknown its column f(eᵢ) − f(0).
-fn basis(model: &TimeModel, counts: &[Counts]) -> Result<(Vec<f64>, Vec<Vec<f64>>), FitError> {
+fn basis(
+    model: &TimeModel,
+    iterations: &[Iteration],
+) -> Result<(Vec<f64>, Vec<Vec<f64>>), FitError> {
     let k = model.unknowns().len();
-    let offset = model.times(&vec![0.0; k], counts).map_err(FitError::Time)?;
+    let offset = model
+        .times(&vec![0.0; k], iterations)
+        .map_err(FitError::Time)?;
     let mut columns = Vec::with_capacity(k);
     for j in 0..k {
         let unit: Vec<f64> = (0..k).map(|i| if i == j { 1.0 } else { 0.0 }).collect();
-        let at_unit = model.times(&unit, counts).map_err(FitError::Time)?;
+        let at_unit = model.times(&unit, iterations).map_err(FitError::Time)?;
         columns.push(at_unit.iter().zip(&offset).map(|(f, o)| f - o).collect());
     }
     Ok((offset, columns))

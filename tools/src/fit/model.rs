@@ -1,8 +1,9 @@
 //! The `--time` expression of `poolc fit`, through the compiler: parsed once by the
 //! front end (`syntax::parse_expression`), its unknowns found (every name that the
-//! time site does not read and that a spec could declare), checked by sema as the
-//! `time` of a step stage whose unknowns are `param`s, then held to linearity
-//! (linear.rs). Numbers come only from sema with the unknowns set as `--set` sets a
+//! time site does not read and that a spec could declare, except `prompt`), checked
+//! by sema as the `time` of a step stage whose unknowns are `param`s, in a spec
+//! whose one session attribute is `prompt` (the step log's prompt length, which
+//! `sum` terms may read, R29), then held to linearity (linear.rs). Numbers come only from sema with the unknowns set as `--set` sets a
 //! param (D2) and from `interp::eval`, the reference evaluator that `poolc eval
 //! --interp` runs and the JIT equals bit for bit, so a fitted value means what the
 //! host would compute. It never solves and never prints.
@@ -12,16 +13,19 @@ use poolc::interp;
 use poolc::ir::{Input, Var};
 use poolc::sema;
 use poolc::syntax::ast::{
-    Decl, Expr, ExprKind, Ident, Spec, StageDecl, StageKind, StageOption, StageOptionKind,
-    ValueDecl,
+    AttrDecl, Decl, Expr, ExprKind, Ident, SessionDecl, Spec, StageDecl, StageKind, StageOption,
+    StageOptionKind, ValueDecl,
 };
 use poolc::syntax::{self, Span, printer};
 
 use super::linear;
-use super::steps::Counts;
+use super::steps::{Counts, Iteration, Phase, Request};
 
 /// The name of the analysed stage: not an identifier, so no unknown can take it.
 const STAGE: &str = "fit-stage";
+
+/// The session attribute a step log gives per request: its prompt length.
+const PROMPT: &str = "prompt";
 
 /// A checked time expression with at least one unknown, linear in them.
 #[derive(Clone, Debug)]
@@ -34,10 +38,11 @@ pub struct TimeModel {
 }
 
 /// The time expression compiled for one set of values of the unknowns: the IR of
-/// the stage's `time` and the inputs of its ctx slots.
+/// the stage's `time` and the inputs of its ctx and take-row slots.
 struct Compiled {
     expr: poolc::ir::Expr,
     ctx: Vec<Input>,
+    row: Vec<Input>,
 }
 
 impl TimeModel {
@@ -85,16 +90,36 @@ impl TimeModel {
     }
 
     /// The time of each iteration with the unknowns at `values` (one per unknown, in
-    /// order), as the host would compute it.
-    pub fn times(&self, values: &[f64], counts: &[Counts]) -> Result<Vec<f64>, Vec<Diagnostic>> {
+    /// order), as the host would compute it: its counts in the ctx, a take row per
+    /// scheduled request.
+    pub fn times(
+        &self,
+        values: &[f64],
+        iterations: &[Iteration],
+    ) -> Result<Vec<f64>, Vec<Diagnostic>> {
         let compiled = self.compile(values)?;
         let mut ctx = Vec::with_capacity(compiled.ctx.len());
-        Ok(counts
+        let mut rows = Vec::new();
+        Ok(iterations
             .iter()
-            .map(|c| {
+            .map(|it| {
                 ctx.clear();
-                ctx.extend(compiled.ctx.iter().map(|input| input_value(*input, c)));
-                interp::eval(&compiled.expr, &[], &ctx)
+                ctx.extend(
+                    compiled
+                        .ctx
+                        .iter()
+                        .map(|input| input_value(*input, &it.counts)),
+                );
+                rows.clear();
+                for r in &it.requests {
+                    rows.extend(compiled.row.iter().map(|input| take_value(*input, r)));
+                }
+                let takes = interp::Takes {
+                    rows: &rows,
+                    n: it.requests.len(),
+                    stride: compiled.row.len(),
+                };
+                interp::eval_time(&compiled.expr, takes, &ctx)
             })
             .collect())
     }
@@ -130,6 +155,7 @@ impl TimeModel {
         Ok(Compiled {
             expr: time.expr.clone(),
             ctx: layout.ctx.clone(),
+            row: layout.row.clone(),
         })
     }
 }
@@ -156,11 +182,30 @@ fn input_value(input: Input, c: &Counts) -> f64 {
     n as f64
 }
 
+/// The value of one take-row input for a scheduled request (R29).
+fn take_value(input: Input, r: &Request) -> f64 {
+    let decoding = r.phase == Phase::Decode;
+    let n = match input {
+        Input::Var(Var::Tokens) => r.tokens,
+        Input::Var(Var::Prefill) if decoding => 0,
+        Input::Var(Var::Prefill) => r.tokens,
+        Input::Var(Var::Decode) if decoding => r.tokens,
+        Input::Var(Var::Decode) => 0,
+        Input::Var(Var::Computed) => r.computed,
+        // The iteration's sum of these is below 2^53 (steps.rs), so is each.
+        Input::Var(Var::Context) => r.computed + r.tokens,
+        Input::Attr(_) => r.prompt,
+        other => panic!("sema lets a `sum` term read only a take's values (R29), not {other:?}"),
+    };
+    n as f64
+}
+
 /// Every name that the time site does not read and a declaration may take, first
 /// appearance first; the rest (`now`, `serial`, …) are left to sema's site check.
 fn collect_unknowns(e: &Expr, out: &mut Vec<Ident>) {
     for id in e.names() {
-        let unknown = !sema::time_reads(&id.name) && sema::reserved(&id.name).is_none();
+        let unknown =
+            !sema::time_reads(&id.name) && sema::reserved(&id.name).is_none() && id.name != PROMPT;
         if unknown && !out.iter().any(|u| u.name == id.name) {
             out.push(id.clone());
         }
@@ -168,8 +213,21 @@ fn collect_unknowns(e: &Expr, out: &mut Vec<Ident>) {
 }
 
 /// `param U = 0;` for each unknown (spanning its first appearance, so sema's
-/// diagnostics point into the expression), then `stage fit-stage { step; time (e); }`.
+/// diagnostics point into the expression), `session { prompt; }`, then
+/// `stage fit-stage { step; time (e); }`.
 fn analysed_spec(expr: &Expr, unknowns: &[Ident]) -> Spec {
+    let prompt = Ident {
+        name: PROMPT.to_string(),
+        span: expr.span,
+    };
+    let session = Decl::Session(SessionDecl {
+        attrs: vec![AttrDecl {
+            name: prompt,
+            default: None,
+            span: expr.span,
+        }],
+        span: expr.span,
+    });
     let mut decls: Vec<Decl> = unknowns
         .iter()
         .map(|u| {
@@ -183,6 +241,7 @@ fn analysed_spec(expr: &Expr, unknowns: &[Ident]) -> Spec {
             })
         })
         .collect();
+    decls.push(session);
     decls.push(Decl::Stage(StageDecl {
         name: Ident {
             name: STAGE.to_string(),

@@ -81,7 +81,7 @@ impl Counts {
 }
 
 /// One measured engine iteration.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Iteration {
     pub step: u64,
     /// The 1-based line it starts on (its first row in CSV).
@@ -89,6 +89,8 @@ pub struct Iteration {
     /// The measured duration, finite and > 0.
     pub seconds: f64,
     pub counts: Counts,
+    /// Its scheduled requests, in the log's order: the rows `sum` adds over (R29).
+    pub requests: Vec<Request>,
 }
 
 /// The optional facts of the header line (serialized with the absent ones left out).
@@ -484,6 +486,7 @@ fn add(
         line,
         seconds,
         counts,
+        requests: requests.to_vec(),
     });
     Ok(())
 }

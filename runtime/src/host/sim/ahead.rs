@@ -15,7 +15,7 @@ use crate::types::Units;
 
 use super::super::config::HostError;
 use super::session::StageQ;
-use super::step::{Counts, Take, TakeKind};
+use super::step::{Counts, Take, TakeKind, Takers};
 use super::{Class, Host, Io, StepIx, What};
 
 impl Host<'_> {
@@ -37,7 +37,11 @@ impl Host<'_> {
             let counts = self.decode_counts(m);
             // A time the compiled `time` refuses is the ordinary iteration's error.
             let dt = known
-                .then(|| self.steps[m].iteration_time(&counts).ok())
+                .then(|| {
+                    self.steps[m]
+                        .iteration_time(&counts, Takers::ResidentsDecoding, &self.shared)
+                        .ok()
+                })
                 .flatten();
             let Some(dt) = dt else {
                 if first {

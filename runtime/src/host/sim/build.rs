@@ -499,11 +499,18 @@ fn check_time(name: &str, c: &StepConfig) -> Result<(), HostError> {
         IterTime::Fixed(x) if !x.is_finite() || *x < 0.0 => Err(config_err(format!(
             "stage {name}: time {x} is not a finite number of seconds at least 0"
         ))),
-        IterTime::Compiled { policy, layout } if policy.ctx_len() > layout.len() => {
+        IterTime::Compiled {
+            policy,
+            layout,
+            row,
+        } if policy.shape().ctx > layout.len() || policy.shape().row > row.len() => {
             Err(config_err(format!(
-                "stage {name}: its time reads {} ctx slots, the layout has {}",
-                policy.ctx_len(),
-                layout.len()
+                "stage {name}: its time reads {} ctx and {} row slots, the layouts have {} \
+                 and {}",
+                policy.shape().ctx,
+                policy.shape().row,
+                layout.len(),
+                row.len()
             )))
         }
         _ => Ok(()),

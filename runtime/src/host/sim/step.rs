@@ -4,14 +4,15 @@
 //! (computed units advance, tokens sampled, finished sessions released), and the
 //! iteration told to the observers. It drives pools only through their operations.
 
+use crate::env::Env;
 use crate::event::Notice;
 use crate::pool::{Admission, Grown, Hit};
 use crate::types::{Header, Limit, SessionId, Units};
 
-use super::super::config::{HostError, IterTime, StepConfig, TimeVar};
+use super::super::config::{HostError, IterTime, StepConfig, TakeVar, TimeVar};
 use super::super::observe::{Admitted, Iteration, Latency};
 use super::links::JobKind;
-use super::session::{StageQ, State};
+use super::session::{Shared, StageQ, State};
 use super::{Class, Host, Io, PoolIx, StepIx, What};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +63,8 @@ pub(super) struct StepMember {
     pub(super) allocated: Vec<Units>,
     pub(super) cached: Vec<Units>,
     pub(super) ctx: Vec<f64>,
+    /// The iteration's take table for `sum` (R29), a row per take.
+    pub(super) rows: Vec<f64>,
 }
 
 impl StepMember {
@@ -96,8 +99,41 @@ impl StepMember {
             allocated: Vec::new(),
             cached: Vec::new(),
             ctx: Vec::new(),
+            rows: Vec::new(),
         }
     }
+}
+
+/// Whose takes an iteration's `sum` adds over (R29).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Takers {
+    /// The iteration's `took` list, as the ordinary start fills it.
+    Took,
+    /// Every resident decoding one token, in admission order: an iteration known in
+    /// advance (ahead.rs), whose `took` is not filled yet.
+    ResidentsDecoding,
+}
+
+/// Appends `take`'s row of the take table, slot by slot as `row` lays it out.
+fn take_row(rows: &mut Vec<f64>, row: &[TakeVar], take: &Take, shared: &Shared) {
+    let computed = shared.sess[take.s].computed;
+    let attrs = shared.attrs(take.s);
+    let decoding = take.kind == TakeKind::Decode;
+    rows.extend(row.iter().map(|v| {
+        match *v {
+            TakeVar::Tokens => take.n as f64,
+            TakeVar::Prefill if decoding => 0.0,
+            TakeVar::Prefill => take.n as f64,
+            TakeVar::Decode if decoding => take.n as f64,
+            TakeVar::Decode => 0.0,
+            TakeVar::Computed => computed as f64,
+            TakeVar::Context => (computed + take.n) as f64,
+            TakeVar::Attr(a) => attrs
+                .and_then(|x| x.get(a as usize))
+                .copied()
+                .unwrap_or(f64::NAN),
+        }
+    }));
 }
 
 /// What an iteration's takes add up to: the inputs of its `time` (TimeVar).
@@ -113,11 +149,21 @@ pub(super) struct Counts {
 }
 
 impl StepMember {
-    /// The iteration's time from its counts (the compiled `time`, or a fixed one).
-    pub(super) fn iteration_time(&mut self, n: &Counts) -> Result<f64, HostError> {
+    /// The iteration's time from its counts and takes (the compiled `time`, or a
+    /// fixed one). `shared` is read before the iteration computes anything.
+    pub(super) fn iteration_time(
+        &mut self,
+        n: &Counts,
+        takes: Takers,
+        shared: &Shared,
+    ) -> Result<f64, HostError> {
         let dt = match &self.time {
             IterTime::Fixed(x) => *x,
-            IterTime::Compiled { policy, layout } => {
+            IterTime::Compiled {
+                policy,
+                layout,
+                row,
+            } => {
                 self.ctx.clear();
                 for v in layout {
                     self.ctx.push(match v {
@@ -128,7 +174,27 @@ impl StepMember {
                         TimeVar::Context => n.context as f64,
                     });
                 }
-                policy.time(&self.ctx)
+                self.rows.clear();
+                let count = match takes {
+                    Takers::Took => {
+                        for take in &self.took {
+                            take_row(&mut self.rows, row, take, shared);
+                        }
+                        self.took.len()
+                    }
+                    Takers::ResidentsDecoding => {
+                        for &s in &self.residents {
+                            let take = Take {
+                                s,
+                                n: 1,
+                                kind: TakeKind::Decode,
+                            };
+                            take_row(&mut self.rows, row, &take, shared);
+                        }
+                        self.residents.len()
+                    }
+                };
+                policy.time(&self.ctx, &self.rows, count)
             }
         };
         if !dt.is_finite() || dt < 0.0 {
@@ -274,7 +340,7 @@ impl Host<'_> {
                 n.prefill += take.n;
             }
         }
-        let dt = st.iteration_time(&n)?;
+        let dt = st.iteration_time(&n, Takers::Took, &self.shared)?;
         st.count_iteration(t, dt, n.tokens);
         st.in_flight = true;
         self.computed_tokens += n.tokens;
