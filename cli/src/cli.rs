@@ -16,6 +16,7 @@ mod chart;
 mod compare;
 mod conform;
 mod fit;
+mod model;
 mod run;
 mod sweep;
 
@@ -59,6 +60,10 @@ enum Command {
     /// (a `poolc-steps/1` log, docs/STEPS.md) by non-negative least squares; print
     /// the values, MAPE and R² per regime and the stage block (docs/LATENCY.md).
     Fit(fit::FitArgs),
+    /// Print a deployment spec for a Hugging Face config.json served by vLLM on a GPU:
+    /// the KV capacity as vLLM's memory profile derives it, and the iteration time as
+    /// BLIS's trained-physics model (or a roofline) in Pool (docs/LATENCY.md).
+    Model(model::ModelArgs),
     /// Check specs and report every error found.
     Check {
         /// Spec files to check.
@@ -214,6 +219,7 @@ pub fn run() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Conform(args) => conform::run(args),
         Command::Fit(args) => fit::run(args),
+        Command::Model(args) => model::run(args),
         Command::Check { specs, set } => check(&specs, &set.options()),
         Command::Ir { spec, set } => match load(&spec, &set.options()) {
             Ok(program) => print_out(&ir::dump(&program)),

@@ -4,8 +4,9 @@
 //! traces and rate scales; capacity search), `chart` (the `--html`/`--svg` pages),
 //! `conform` (replays of recorded vLLM scenarios, read and compared by `oracle`),
 //! `bench` (compiled policies measured against the interpreter and hand-written Rust),
-//! `eval` (one site's expressions on named inputs) and `fit` (a stage `time` fitted to
-//! measured iterations). Every failure is a typed error; nothing here parses a command
+//! `eval` (one site's expressions on named inputs), `fit` (a stage `time` fitted to
+//! measured iterations) and `model` (a deployment spec from a model's config.json and a
+//! GPU). Every failure is a typed error; nothing here parses a command
 //! line, prints or exits — the `poolc` binary (cli/) does that — and the compiler and
 //! runtime never depend on this crate (the build's dependency graph says so).
 
@@ -16,6 +17,7 @@ pub mod compare;
 pub mod conform;
 pub mod eval;
 pub mod fit;
+pub mod model;
 pub mod oracle;
 pub mod run;
 pub mod sweep;

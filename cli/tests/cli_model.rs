@@ -1,0 +1,246 @@
+//! `poolc model` as a user runs it (docs/LATENCY.md, "A time model from the model's
+//! shape"): bad input (an unknown GPU, a TP degree the model cannot be split over, a
+//! model that does not fit, malformed or incomplete JSON, an unreadable file, an
+//! option out of range) exits 1 with one clear line on stderr and nothing on stdout,
+//! a usage error exits 2; every examples/deployments/*.pool is exactly what the
+//! command in its header prints today (they are its snapshots), checks clean with
+//! `poolc check`, and replays the bundled trace with `poolc run`.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
+
+#[path = "../../tests/build_support/mod.rs"]
+mod build_support;
+mod cli_support;
+
+use std::path::Path;
+use std::process::Output;
+
+use build_support::TempDir;
+use cli_support::poolc;
+
+const LLAMA_8B: &str = "examples/models/llama-3.1-8b/config.json";
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn model(args: &[&str]) -> Output {
+    let mut all = vec!["model"];
+    all.extend_from_slice(args);
+    poolc(&all)
+}
+
+/// `poolc model ARGS` must exit 1, print nothing on stdout and say `message` (one
+/// line after `poolc: `) on stderr.
+fn refused(args: &[&str], message: &str) {
+    let output = model(args);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+    assert_eq!(stderr, format!("poolc: {message}\n"));
+}
+
+#[test]
+fn an_unknown_gpu_is_refused_listing_the_known_ones() {
+    refused(
+        &[LLAMA_8B, "--gpu", "v100"],
+        "unknown GPU `v100`; known: h100, h200, a100-80gb, l40s, b200",
+    );
+}
+
+#[test]
+fn a_tp_that_does_not_split_the_heads_is_refused() {
+    refused(
+        &[LLAMA_8B, "--gpu", "h100", "--tp", "3"],
+        "--tp 3: vLLM splits the 32 attention heads evenly over the GPUs, so --tp must divide them",
+    );
+    refused(
+        &[LLAMA_8B, "--gpu", "h100", "--tp", "0"],
+        "--tp 0: a replica spans at least one GPU",
+    );
+}
+
+#[test]
+fn a_model_that_does_not_fit_is_refused_with_its_memory_budget() {
+    let output = model(&["examples/models/llama-3.1-70b/config.json", "--gpu", "h100"]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(output.stdout.is_empty());
+    assert!(
+        stderr.starts_with("poolc: the model does not fit: weights 131.45 GiB + activations "),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("of the 71.27 GiB vLLM may use leave -"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}
+
+#[test]
+fn bad_configs_are_refused_naming_the_file_and_the_key_or_line() {
+    let dir = TempDir::new("model-bad");
+    let cases = [
+        (
+            "malformed.json",
+            "{\n  \"hidden_size\": 4096,,\n}\n",
+            ":2:23: not valid JSON: key must be a string",
+        ),
+        (
+            "missing.json",
+            "{\"num_hidden_layers\": 32, \"hidden_size\": 4096}",
+            ": the key `num_attention_heads` is missing",
+        ),
+        (
+            "typed.json",
+            "{\"num_hidden_layers\": \"32\"}",
+            ": `num_hidden_layers` must be a whole number, not \"32\"",
+        ),
+        (
+            "mla.json",
+            "{\"kv_lora_rank\": 512}",
+            ": `kv_lora_rank` says the model has multi-head latent attention, which poolc model does not size",
+        ),
+    ];
+    for (name, content, message) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        let path = path.to_str().unwrap().to_string();
+        refused(&[&path, "--gpu", "h100"], &format!("{path}{message}"));
+    }
+    let missing = dir.join("absent.json");
+    let output = model(&[missing.to_str().unwrap(), "--gpu", "h100"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).starts_with(&format!("poolc: cannot read {}: ", missing.display())),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn options_out_of_range_are_refused() {
+    refused(
+        &[LLAMA_8B, "--gpu", "h100", "--gpu-memory-utilization", "1.5"],
+        "--gpu-memory-utilization must be more than 0 and at most 1, not 1.5",
+    );
+    refused(
+        &[LLAMA_8B, "--gpu", "h100", "--block-size", "0"],
+        "--block-size must be at least 1",
+    );
+}
+
+#[test]
+fn a_missing_gpu_or_an_unknown_dtype_is_a_usage_error() {
+    assert_eq!(model(&[LLAMA_8B]).status.code(), Some(2));
+    assert_eq!(
+        model(&[LLAMA_8B, "--gpu", "h100", "--dtype", "int4"])
+            .status
+            .code(),
+        Some(2)
+    );
+}
+
+/// The `poolc model …` command a deployment's header says made it.
+fn command_of(spec: &Path, source: &str) -> Vec<String> {
+    let line = source
+        .lines()
+        .find_map(|l| l.strip_prefix("// Generated by `poolc "))
+        .and_then(|l| l.strip_suffix("`:"))
+        .unwrap_or_else(|| {
+            panic!(
+                "{}: no `// Generated by `poolc model …`:` line",
+                spec.display()
+            )
+        });
+    line.split_whitespace().map(str::to_string).collect()
+}
+
+/// examples/deployments/*.pool, relative to the repository root (where `poolc` runs),
+/// sorted.
+fn deployments() -> Vec<std::path::PathBuf> {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."));
+    let mut specs: Vec<_> = std::fs::read_dir(root.join("examples/deployments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
+        .map(|p| p.strip_prefix(root).unwrap().to_path_buf())
+        .collect();
+    specs.sort();
+    assert!(specs.len() >= 5, "{specs:?}");
+    specs
+}
+
+/// The text of a deployment (a path relative to the repository root).
+fn read(spec: &Path) -> String {
+    std::fs::read_to_string(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(spec))
+        .unwrap()
+}
+
+#[test]
+fn every_deployment_is_what_its_command_prints_today() {
+    for spec in deployments() {
+        let source = read(&spec);
+        let args = command_of(&spec, &source);
+        assert_eq!(args[0], "model", "{}", spec.display());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = poolc(&refs);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        assert!(
+            text(&output.stdout) == source,
+            "{} differs from `poolc {}`: run examples/deployments/regenerate.sh",
+            spec.display(),
+            args.join(" ")
+        );
+    }
+}
+
+#[test]
+fn every_deployment_checks_clean() {
+    for spec in deployments() {
+        let output = poolc(&["check", spec.to_str().unwrap()]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}: {}",
+            spec.display(),
+            text(&output.stderr)
+        );
+        assert!(output.stderr.is_empty(), "{}", text(&output.stderr));
+    }
+}
+
+#[test]
+fn every_deployment_replays_the_bundled_trace() {
+    for spec in deployments() {
+        let output = poolc(&["run", spec.to_str().unwrap(), "--json"]);
+        let stderr = text(&output.stderr);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}: {stderr}",
+            spec.display()
+        );
+        let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert!(report.is_object(), "{}", spec.display());
+    }
+}
+
+#[test]
+fn the_done_when_of_issue_31_a_tp_2_spec_checks_and_runs() {
+    // `poolc model examples/models/<m>/config.json --gpu h100 --tp 2` prints a spec
+    // that `poolc run` replays.
+    let output = model(&[
+        "examples/models/qwen3-30b-a3b/config.json",
+        "--gpu",
+        "h100",
+        "--tp",
+        "2",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let dir = TempDir::new("model-tp2");
+    let spec = dir.join("qwen3_h100_tp2.pool");
+    std::fs::write(&spec, &output.stdout).unwrap();
+    let run = poolc(&["run", spec.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(0), "{}", text(&run.stderr));
+}
