@@ -242,10 +242,15 @@ fn a_library_outlives_the_compiled_bundle_it_came_in() {
 }
 
 fn vllm() -> (Program, String) {
+    example("vllm.pool")
+}
+
+/// The example whose file name is `name`, checked, with its text.
+fn example(name: &str) -> (Program, String) {
     let (path, text) = examples()
         .into_iter()
-        .find(|(p, _)| p.ends_with("vllm.pool"))
-        .expect("examples/vllm.pool");
+        .find(|(p, _)| p.file_name().is_some_and(|f| f == name))
+        .unwrap_or_else(|| panic!("examples/{name}"));
     (example_program(&path, &text), text)
 }
 
@@ -275,7 +280,7 @@ fn load_refuses_a_library_built_with_other_set_values() {
 #[test]
 fn load_refuses_a_library_of_another_spec_naming_the_first_difference() {
     let dir = TempDir::new("so-other-spec");
-    let (vllm, _) = vllm();
+    let (vllm, _) = example("vllm_blackbox.pool");
     let (path, text) = examples()
         .into_iter()
         .find(|(p, _)| p.ends_with("tiered.pool"))
@@ -293,7 +298,7 @@ fn load_refuses_a_library_of_another_spec_naming_the_first_difference() {
 #[test]
 fn load_finds_symbols_by_prefix() {
     let dir = TempDir::new("so-prefix");
-    let (program, _) = vllm();
+    let (program, _) = example("vllm_blackbox.pool");
     let so_path = dir.join("libmine.so");
     let mut opts = options(&host(), Emit::SharedObject);
     opts.prefix = Prefix::parse("mine").expect("a C identifier");
@@ -307,7 +312,7 @@ fn load_finds_symbols_by_prefix() {
     // SAFETY: as above.
     let c = unsafe { load::load_with_prefix(&so_path, &program, &opts.prefix) }
         .expect("the right prefix");
-    // examples/vllm.pool's time reads [prefill, decode].
+    // examples/vllm_blackbox.pool's time reads [prefill, decode].
     assert_eq!(
         c.stages()[0].time(&[100.0, 10.0], &[], 0),
         0.0057527 + 0.00001725 * 100.0 + 0.000006 * 10.0

@@ -130,7 +130,12 @@ fn same_at_rates(name: &str, c: &poolc::Compiled, sessions: usize) -> u64 {
 #[test]
 fn every_shipped_spec_reports_the_same_run_ahead_and_one_iteration_at_a_time() {
     let mut specs = Vec::new();
-    for dir in ["examples", "examples/policies", "benches/specs"] {
+    for dir in [
+        "examples",
+        "examples/policies",
+        "examples/deployments",
+        "benches/specs",
+    ] {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
         let mut names: Vec<_> = std::fs::read_dir(root)
             .unwrap()

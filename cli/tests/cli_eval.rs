@@ -79,7 +79,7 @@ fn eval_spill_work_and_stage_time() {
     // work = units * 131072
     assert_eq!(stdout(&o), format!("{:?}\n", 16.0 * 131072.0));
     let o = eval(
-        "examples/vllm.pool",
+        "examples/vllm_blackbox.pool",
         "engine",
         "time",
         &["prefill=1000", "decode=64"],

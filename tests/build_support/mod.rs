@@ -120,17 +120,23 @@ pub fn specs_in(dir: &str) -> Vec<PathBuf> {
 /// Every examples/*.pool with its text, sorted by path.
 pub fn examples() -> Vec<(PathBuf, String)> {
     // The fleets (examples/fleet/) carry the route keys (R22) into every equality,
-    // the disaggregated fleets (examples/disagg/) the handoff work (R26).
-    let mut out: Vec<(PathBuf, String)> = ["examples", "examples/fleet", "examples/disagg"]
-        .into_iter()
-        .flat_map(|d| std::fs::read_dir(repo().join(d)).expect("examples/ exists"))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).expect("example readable");
-            (p, text)
-        })
-        .collect();
+    // the disaggregated fleets (examples/disagg/) the handoff work (R26), the
+    // deployments `poolc model` wrote (examples/deployments/) their `sum`s (R29).
+    let mut out: Vec<(PathBuf, String)> = [
+        "examples",
+        "examples/fleet",
+        "examples/disagg",
+        "examples/deployments",
+    ]
+    .into_iter()
+    .flat_map(|d| std::fs::read_dir(repo().join(d)).expect("examples/ exists"))
+    .filter_map(|e| e.ok().map(|e| e.path()))
+    .filter(|p| p.extension().is_some_and(|x| x == "pool"))
+    .map(|p| {
+        let text = std::fs::read_to_string(&p).expect("example readable");
+        (p, text)
+    })
+    .collect();
     out.sort();
     assert!(!out.is_empty(), "no examples/*.pool found");
     out
