@@ -12,6 +12,7 @@ from .errors import (
     CompileError,
     EvalError,
     FitError,
+    ModelError,
     PoolcError,
     PoolError,
     RunError,
@@ -26,6 +27,7 @@ __all__ = [
     "CompileError",
     "EvalError",
     "FitError",
+    "ModelError",
     "Pool",
     "PoolError",
     "PoolcError",
@@ -35,6 +37,7 @@ __all__ = [
     "TraceError",
     "compile",
     "fit",
+    "model",
     "read_trace",
     "run",
     "sweep",
@@ -183,6 +186,36 @@ def fit(steps, *, time, stage="engine"):
     its unknowns (rendered against ``--time``, as the command does), ``FitError`` for a
     log that cannot be read or fitted."""
     return json.loads(_native.fit_json(os.fspath(steps), time, stage))
+
+
+def model(
+    config,
+    *,
+    gpu,
+    tp=1,
+    dtype="bf16",
+    time="trained-physics",
+    gpu_memory_utilization=0.9,
+    block_size=16,
+    max_num_seqs=1024,
+    max_num_batched_tokens=8192,
+):
+    """``poolc model CONFIG --gpu GPU [--tp …] …``: the deployment spec for a Hugging
+    Face ``config.json`` served on a GPU (the KV capacity vLLM would derive, the
+    iteration time as a Pool expression; docs/LATENCY.md), as the same text the
+    command prints, ready for ``poolc.compile``'s ``text``. The defaults are the
+    command's. Raises ``ModelError`` where the command exits 1."""
+    return _native.model_text(
+        os.fspath(config),
+        gpu,
+        tp,
+        dtype,
+        time,
+        gpu_memory_utilization,
+        block_size,
+        max_num_seqs,
+        max_num_batched_tokens,
+    )
 
 
 def read_trace(path, format=None, as_frame=False):

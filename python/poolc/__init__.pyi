@@ -9,6 +9,7 @@ from .errors import BuildError as BuildError
 from .errors import CompileError as CompileError
 from .errors import EvalError as EvalError
 from .errors import FitError as FitError
+from .errors import ModelError as ModelError
 from .errors import PoolcError as PoolcError
 from .errors import PoolError as PoolError
 from .errors import RunError as RunError
@@ -80,6 +81,18 @@ def run(
 ) -> dict[str, Any]: ...
 def read_trace(path: _Path, format: Optional[str] = None, as_frame: bool = False) -> Any: ...
 def fit(steps: _Path, *, time: str, stage: str = "engine") -> dict[str, Any]: ...
+def model(
+    config: _Path,
+    *,
+    gpu: str,
+    tp: int = 1,
+    dtype: str = "bf16",
+    time: str = "trained-physics",
+    gpu_memory_utilization: float = 0.9,
+    block_size: int = 16,
+    max_num_seqs: int = 1024,
+    max_num_batched_tokens: int = 8192,
+) -> str: ...
 
 def sweep(
     grid: _Path,

@@ -40,6 +40,17 @@ def run_json(
 ) -> str: ...
 def read_trace(path: str, format: Optional[str]) -> list[dict]: ...
 def fit_json(steps: str, time: str, stage: str) -> str: ...
+def model_text(
+    config: str,
+    gpu: str,
+    tp: int,
+    dtype: str,
+    time: str,
+    gpu_memory_utilization: float,
+    block_size: int,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+) -> str: ...
 
 class Pool: ...
 

@@ -33,6 +33,13 @@ class FitError(PoolcError):
     line, or what the data cannot determine."""
 
 
+class ModelError(PoolcError):
+    """``poolc.model`` could not size the deployment: an unreadable or malformed
+    config.json (the message names the file, and the line or key), an unknown GPU,
+    dtype or time model, a tensor-parallel degree vLLM cannot split the model over, an
+    option out of range, or a model that does not fit the GPU's memory."""
+
+
 class BuildError(PoolcError):
     """``Spec.build`` could not write or link the shared object."""
 

@@ -536,6 +536,61 @@ fn fit_json(py: Python<'_>, steps: PathBuf, time: &str, stage: &str) -> PyResult
         .map_err(|e| error(py, "FitError", (format!("cannot encode the fit: {e}"),)))
 }
 
+/// The text `poolc model CONFIG --gpu …` prints: the same library calls as
+/// cli/src/cli/model.rs, with `dtype` and `time` by the names the command takes. What
+/// the command refuses with exit 1 is a `ModelError` with its message.
+#[pyfunction]
+#[pyo3(signature = (config, gpu, tp, dtype, time, gpu_memory_utilization, block_size, max_num_seqs, max_num_batched_tokens))]
+#[allow(clippy::too_many_arguments)] // the command's options, one argument each
+fn model_text(
+    py: Python<'_>,
+    config: PathBuf,
+    gpu: &str,
+    tp: u64,
+    dtype: &str,
+    time: &str,
+    gpu_memory_utilization: f64,
+    block_size: u64,
+    max_num_seqs: u64,
+    max_num_batched_tokens: u64,
+) -> PyResult<String> {
+    use poolc_tools::model::{self, Deployment, Dtype, Engine, TimeKind};
+    let refuse = |message: String| error(py, "ModelError", (message,));
+    let names = |all: &[&str]| all.join(", ");
+    let dtype = Dtype::from_name(dtype).ok_or_else(|| {
+        let known: Vec<&str> = Dtype::ALL.iter().map(|d| d.name()).collect();
+        refuse(format!(
+            "unknown dtype `{dtype}`; the dtypes are {}",
+            names(&known)
+        ))
+    })?;
+    let time = TimeKind::from_name(time).ok_or_else(|| {
+        let known: Vec<&str> = TimeKind::ALL.iter().map(|t| t.name()).collect();
+        refuse(format!(
+            "unknown time model `{time}`; the models are {}",
+            names(&known)
+        ))
+    })?;
+    let gpu = model::find_gpu(gpu).map_err(|e| refuse(e.to_string()))?;
+    let shape = model::config::read_path(&config).map_err(|e| refuse(e.to_string()))?;
+    let deployment = Deployment {
+        gpu,
+        tp,
+        dtype,
+        engine: Engine {
+            gpu_memory_utilization,
+            block_size,
+            max_num_seqs,
+            max_num_batched_tokens,
+        },
+        time,
+    };
+    let name = config.display().to_string();
+    model::spec::generate(&name, &shape, &deployment)
+        .map(|s| s.text)
+        .map_err(|e| refuse(e.to_string()))
+}
+
 #[pyfunction]
 #[pyo3(signature = (path, format))]
 fn read_trace<'py>(
@@ -667,6 +722,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(fit_json, m)?)?;
+    m.add_function(wrap_pyfunction!(model_text, m)?)?;
     m.add_class::<sweep::SweepPlan>()?;
     m.add_function(wrap_pyfunction!(sweep::sweep_plan, m)?)?;
     m.add_function(wrap_pyfunction!(sweep::sweep_point, m)?)?;

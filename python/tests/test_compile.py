@@ -93,7 +93,22 @@ def test_set_overrides_a_param_as_the_cli_does(cli):
         # tiered spills every evicted block: its predicate is `1`.
         ("examples/tiered.pool", "kv", "pred", {"size": 16}, 1.0),
         ("examples/tiered.pool", "kv", "work", {"units": 16}, None),
-        ("examples/vllm.pool", "engine", "time", {"prefill": 300, "decode": 8}, None),
+        # trained physics' sums (R29), for an iteration of one session's 300-token chunk.
+        (
+            "examples/vllm.pool",
+            "engine",
+            "time",
+            {"tokens": 300, "prefill": 300, "decode": 0, "residents": 1, "computed": 0, "context": 300, "prompt": 300},
+            None,
+        ),
+        # BLIS's blackbox fit: 5752.7 µs + 17.25 µs · 300 + 6 µs · 8.
+        (
+            "examples/vllm_blackbox.pool",
+            "engine",
+            "time",
+            {"prefill": 300, "decode": 8},
+            0.0057527 + 0.00001725 * 300 + 0.000006 * 8,
+        ),
         # vLLM's priority victim keys (R18): (-priority, -arrival).
         ("examples/vllm_priority.pool", "kv", "preempt", {"priority": 2, "arrival": 9}, -2.0),
         # a fleet's route keys (R22), one member's row: Dynamo's cost is

@@ -32,6 +32,13 @@ pub enum Dtype {
 }
 
 impl Dtype {
+    pub const ALL: [Dtype; 3] = [Dtype::Bf16, Dtype::Fp16, Dtype::Fp8];
+
+    /// The dtype `--dtype` names `name`.
+    pub fn from_name(name: &str) -> Option<Dtype> {
+        Dtype::ALL.into_iter().find(|d| d.name() == name)
+    }
+
     /// The name `--dtype` takes.
     pub fn name(self) -> &'static str {
         match self {
@@ -63,6 +70,13 @@ pub enum TimeKind {
 }
 
 impl TimeKind {
+    pub const ALL: [TimeKind; 2] = [TimeKind::TrainedPhysics, TimeKind::Roofline];
+
+    /// The model `--time` names `name`.
+    pub fn from_name(name: &str) -> Option<TimeKind> {
+        TimeKind::ALL.into_iter().find(|t| t.name() == name)
+    }
+
     /// The name `--time` takes.
     pub fn name(self) -> &'static str {
         match self {
