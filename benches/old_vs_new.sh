@@ -9,21 +9,8 @@
 set -euo pipefail
 runs="${3:-5}"
 root=$(git rev-parse --show-toplevel)
-# A binary as given, or the release build of a commit (built once, then reused);
-# anything else stops the script.
-binary() {
-  if [ -x "$1" ] && [ -f "$1" ]; then echo "$1"; return; fi
-  local commit
-  commit=$(git rev-parse --verify --quiet --short=12 "$1^{commit}") ||
-    { echo "$1: neither a poolc binary nor a commit" >&2; return 1; }
-  local dir="$root/target/bench-worktrees/$commit"
-  if [ ! -x "$dir/target/release/poolc" ]; then
-    [ -d "$dir" ] || git worktree add --detach -f "$dir" "$commit" >&2 || return 1
-    (cd "$dir" && cargo build --release --quiet --bin poolc >&2) ||
-      { echo "$1: the build failed" >&2; return 1; }
-  fi
-  echo "$dir/target/release/poolc"
-}
+# shellcheck source=benches/lib.sh
+source "$root/benches/lib.sh"
 # `set -e` does not reach into $(...): each call is checked here.
 old=$(binary "$1") || exit 1
 new=$(binary "$2") || exit 1
@@ -31,15 +18,16 @@ echo "old: $1 ($old)   new: $2 ($new)"
 oracle=tests/data/vllm-oracle/e_fcfs_mixed
 # The replays of issue #16 (its table: measured at 2b9c683): vLLM at 4,096 and at
 # 28,000 blocks (one H100's KV), the tiered replay with every evicted block spilled
-# to an unbounded host tier, a synthetic replay, and conform on scenario e.
+# to an unbounded host tier, a synthetic replay, and conform on scenario e. The vLLM
+# spec is examples/vllm_blackbox.pool, what examples/vllm.pool was until 2026-12-04:
+# its time reads no `sum` (R29), which binaries before that cannot compile.
 commands=(
-  "run examples/vllm.pool --set num_gpu_blocks=4096 --json"
-  "run examples/vllm.pool --set num_gpu_blocks=28000 --json"
+  "run examples/vllm_blackbox.pool --set num_gpu_blocks=4096 --json"
+  "run examples/vllm_blackbox.pool --set num_gpu_blocks=28000 --json"
   "run benches/specs/tiered_h100.pool --json"
-  "run examples/vllm.pool --synthetic 100000 --json"
+  "run examples/vllm_blackbox.pool --synthetic 100000 --json"
   "conform $oracle"
 )
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for c in "${commands[@]}"; do
   o=(); n=()
   for _ in $(seq "$runs"); do

@@ -82,6 +82,8 @@ fn functions(program: &Program, prefix: &Prefix) -> Vec<(String, Kind)> {
         }
     }
     for stage in &program.stages {
+        let (_, l) = stage.time();
+        assert!(l.row.len() <= W && l.ctx.len() <= W, "layout wider than W");
         out.push((
             prefix.symbol(&format!("stage_{}_time", stage.name)),
             Kind::Time,
@@ -151,8 +153,11 @@ static void sel(const char *name, int64_t (*fn)(const double *, uint64_t, uint64
   }}
 }}
 
-static void tim(const char *name, double (*fn)(const double *)) {{
-  for (int c = 0; c < CTXS; c++) f(name, c, 0, fn(ctxs + c * W));
+/* A stage time over 0, 1, 2, 5 and all the rows as its takes (R29). */
+static void tim(const char *name, double (*fn)(const double *, uint64_t, uint64_t, const double *)) {{
+  static const uint64_t ns[] = {{0, 1, 2, 5, ROWS}};
+  for (int c = 0; c < CTXS; c++)
+    for (int k = 0; k < 5; k++) f(name, c, (int)ns[k], fn(rows, ns[k], W, ctxs + c * W));
 }}
 
 int main(void) {{

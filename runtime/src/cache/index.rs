@@ -5,10 +5,13 @@
 //! found through one small table and mostly not even that (consecutive registrations
 //! and evictions are of one run), so that registering, hitting or evicting the blocks
 //! of one run touches one group instead of probing a table of every block
-//! (docs/PERFORMANCE.md, issue #16). A group costs its slots however few are in use:
-//! runs much shorter than a group (or a tier holding scattered blocks of long runs)
-//! pay up to a group per key. It knows nothing of blocks' holders, entries or
-//! duplicates; lookups only, so no result depends on its layout.
+//! (docs/PERFORMANCE.md, issue #16). A group costs its slots however few are in use,
+//! so the first key of a group waits in the table itself, as a *lone* key, until a
+//! second key of the group comes: a run of one block (a 1-block admission, issue #35)
+//! costs one table entry, not 32 slots. Runs of a few blocks (or a tier holding
+//! scattered blocks of long runs) still pay up to a group per key. It knows nothing of
+//! blocks' holders, entries or duplicates; lookups only, so no result depends on its
+//! layout.
 
 // Slots are indexed by a group's number times the group width plus a block number's
 // remainder, and groups by slots this index made (panics are for broken invariants: docs/ARCHITECTURE.md "Errors", as in cache.rs).
@@ -70,13 +73,22 @@ struct Group {
     stray: u32,
 }
 
+/// What the table holds for a group key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    /// A group of slots (an index into [`Index::groups`]).
+    Group(u32),
+    /// The group's one key (its offset) and first copy, with no slots yet.
+    Lone { offset: u64, first: BlockId },
+}
+
 /// See the module documentation.
 #[derive(Debug)]
 pub(crate) struct Index {
     per_block: PerBlock,
     /// log2 of the blocks a group holds.
     shift: u32,
-    groups_of: FxMap<GroupKey, u32>,
+    groups_of: FxMap<GroupKey, Held>,
     groups: Vec<Group>,
     /// Group `g`'s slots are `slots[g << shift ..][.. 1 << shift]`.
     slots: Vec<BlockId>,
@@ -106,6 +118,11 @@ enum Place {
     },
     Stray {
         group: u32,
+    },
+    /// The group key holds one lone key, this one or another of its group.
+    Lone {
+        offset: u64,
+        first: BlockId,
     },
 }
 
@@ -145,29 +162,32 @@ impl Index {
         ((key.run, k >> self.shift), i, phase)
     }
 
-    /// Where `key` is kept if present (`None`: its group does not exist).
-    #[inline]
-    fn place(&self, key: &BlockKey) -> Option<Place> {
-        self.place_near(key, &mut Near(self.last))
-    }
-
-    /// [`Index::place`], trying `near` first and leaving there the group found.
+    /// Where `key` is kept if present (`None`: its group key holds nothing), trying
+    /// `near` first and leaving there the group found.
     #[inline]
     fn place_near(&self, key: &BlockKey, near: &mut Near) -> Option<Place> {
         let (gk, i, phase) = self.split(key);
         let group = match near.0 {
             Some((last, group)) if last == gk => group,
-            _ => {
-                let group = *self.groups_of.get(&gk)?;
-                near.0 = Some((gk, group));
-                group
-            }
+            _ => match *self.groups_of.get(&gk)? {
+                Held::Group(group) => {
+                    near.0 = Some((gk, group));
+                    group
+                }
+                Held::Lone { offset, first } => return Some(Place::Lone { offset, first }),
+            },
         };
+        Some(self.in_group(group, i, phase))
+    }
+
+    /// Where a key of `group` (slot `i`, at `phase`) is kept, or would be.
+    #[inline]
+    fn in_group(&self, group: u32, i: usize, phase: u64) -> Place {
         let at = ((group as usize) << self.shift) + i;
         if phase == self.groups[group as usize].phase && self.slots[at] != EMPTY {
-            Some(Place::Dense { group, at })
+            Place::Dense { group, at }
         } else {
-            Some(Place::Stray { group })
+            Place::Stray { group }
         }
     }
 
@@ -183,6 +203,7 @@ impl Index {
     pub fn get_near(&self, key: &BlockKey, near: &mut Near) -> Option<BlockId> {
         match self.place_near(key, near)? {
             Place::Dense { at, .. } => Some(self.slots[at]),
+            Place::Lone { offset, first } => (offset == key.offset).then_some(first),
             Place::Stray { group } => {
                 if self.groups[group as usize].stray == 0 {
                     None
@@ -197,20 +218,57 @@ impl Index {
     /// (the caller appends `b` to its copies).
     pub fn insert_or_first(&mut self, key: BlockKey, b: BlockId) -> Option<BlockId> {
         let (gk, i, phase) = self.split(&key);
-        let group = match self.place(&key) {
-            Some(Place::Dense { at, .. }) => return Some(self.slots[at]),
-            Some(Place::Stray { group }) => {
+        // One probe of the table, whatever it holds (a run of one block registers
+        // with nothing more).
+        let group = match self.last {
+            Some((last, group)) if last == gk => group,
+            _ => match self.groups_of.entry(gk) {
+                MapEntry::Vacant(v) => {
+                    v.insert(Held::Lone {
+                        offset: key.offset,
+                        first: b,
+                    });
+                    self.len += 1;
+                    return None;
+                }
+                MapEntry::Occupied(o) => match *o.get() {
+                    Held::Group(group) => group,
+                    Held::Lone { offset, first } if offset == key.offset => return Some(first),
+                    Held::Lone { offset, first } => {
+                        // A second key of the group: both move into slots, numbered
+                        // by the lone key's alignment.
+                        let lone = BlockKey {
+                            run: key.run,
+                            offset,
+                        };
+                        let (_, at, lone_phase) = self.split(&lone);
+                        let group = self.open_group(gk, lone_phase);
+                        self.put(group, lone, at, lone_phase, first);
+                        group
+                    }
+                },
+            },
+        };
+        match self.in_group(group, i, phase) {
+            Place::Dense { at, .. } => return Some(self.slots[at]),
+            Place::Stray { .. } => {
                 if self.groups[group as usize].stray > 0
                     && let Some(&first) = self.stray.get(&key)
                 {
                     return Some(first);
                 }
-                group
             }
-            None => self.open_group(gk, phase),
-        };
+            Place::Lone { .. } => unreachable!("a group's key is dense or stray"),
+        }
         self.last = Some((gk, group));
         self.len += 1;
+        self.put(group, key, i, phase, b);
+        None
+    }
+
+    /// Files `key` (slot `i` of its group, at `phase`) in `group`: in its slot when
+    /// in step with the group, else in the stray table.
+    fn put(&mut self, group: u32, key: BlockKey, i: usize, phase: u64, b: BlockId) {
         let g = &mut self.groups[group as usize];
         if g.dense == 0 {
             // Nothing is numbered by the old alignment: take this key's. Stray keys
@@ -224,7 +282,6 @@ impl Index {
             g.stray += 1;
             self.stray.insert(key, b);
         }
-        None
     }
 
     /// A new group, in step with `phase`.
@@ -248,7 +305,7 @@ impl Index {
                 u32::try_from(self.groups.len() - 1).expect("more than 2^32 groups in one pool")
             }
         };
-        self.groups_of.insert(key, group);
+        self.groups_of.insert(key, Held::Group(group));
         group
     }
 
@@ -257,8 +314,33 @@ impl Index {
     /// otherwise it returns the first copy and changes nothing (the caller unlinks
     /// `b` from the copies after it).
     pub fn release(&mut self, key: BlockKey, b: BlockId, next: Option<BlockId>) -> Option<BlockId> {
-        let place = self.place(&key).expect("registered key has a group");
-        let group = match place {
+        let (gk, i, phase) = self.split(&key);
+        let group = match self.last {
+            Some((last, group)) if last == gk => group,
+            _ => {
+                let MapEntry::Occupied(mut o) = self.groups_of.entry(gk) else {
+                    panic!("registered key {key} has no group");
+                };
+                match *o.get() {
+                    Held::Group(group) => group,
+                    Held::Lone { offset, first } => {
+                        assert!(offset == key.offset, "registered key {key} is not indexed");
+                        if first != b {
+                            return Some(first);
+                        }
+                        match next {
+                            Some(n) => *o.get_mut() = Held::Lone { offset, first: n },
+                            None => {
+                                o.remove();
+                                self.len -= 1;
+                            }
+                        }
+                        return None;
+                    }
+                }
+            }
+        };
+        let group = match self.in_group(group, i, phase) {
             Place::Dense { group, at } => {
                 if self.slots[at] != b {
                     return Some(self.slots[at]);
@@ -285,6 +367,7 @@ impl Index {
                 self.groups[group as usize].stray -= 1;
                 group
             }
+            Place::Lone { .. } => unreachable!("a group's key is dense or stray"),
         };
         self.len -= 1;
         let g = &self.groups[group as usize];
@@ -305,23 +388,33 @@ impl Index {
     pub fn iter(&self) -> impl Iterator<Item = (BlockKey, BlockId)> + '_ {
         let block = self.per_block.block();
         let width = 1usize << self.shift;
-        let dense = self.groups_of.values().flat_map(move |&group| {
-            let g = &self.groups[group as usize];
-            let base = (group as usize) << self.shift;
-            self.slots[base..base + width]
-                .iter()
-                .enumerate()
-                .filter(|&(_, &b)| b != EMPTY)
-                .map(move |(i, &b)| {
-                    let k = (g.key.1 << self.shift) + i as u64;
-                    let key = BlockKey {
-                        run: g.key.0,
-                        offset: k * block + g.phase,
-                    };
-                    (key, b)
-                })
+        let held = self.groups_of.iter().flat_map(move |(&gk, &held)| {
+            let (lone, group) = match held {
+                Held::Lone { offset, first } => {
+                    let key = BlockKey { run: gk.0, offset };
+                    (Some((key, first)), None)
+                }
+                Held::Group(group) => (None, Some(group)),
+            };
+            let dense = group.into_iter().flat_map(move |group| {
+                let g = &self.groups[group as usize];
+                let base = (group as usize) << self.shift;
+                self.slots[base..base + width]
+                    .iter()
+                    .enumerate()
+                    .filter(|&(_, &b)| b != EMPTY)
+                    .map(move |(i, &b)| {
+                        let k = (g.key.1 << self.shift) + i as u64;
+                        let key = BlockKey {
+                            run: g.key.0,
+                            offset: k * block + g.phase,
+                        };
+                        (key, b)
+                    })
+            });
+            lone.into_iter().chain(dense)
         });
-        dense.chain(self.stray.iter().map(|(&key, &b)| (key, b)))
+        held.chain(self.stray.iter().map(|(&key, &b)| (key, b)))
     }
 
     /// Checks the index's own bookkeeping: each group's counts, no key in two
@@ -332,7 +425,7 @@ impl Index {
         let mut strays: BTreeMap<u32, usize> = BTreeMap::new();
         for key in self.stray.keys() {
             let (gk, i, phase) = self.split(key);
-            let Some(&group) = self.groups_of.get(&gk) else {
+            let Some(&Held::Group(group)) = self.groups_of.get(&gk) else {
                 return Err(format!("stray key {key} has no group"));
             };
             if phase == self.groups[group as usize].phase && in_use(group)[i] != EMPTY {
@@ -341,7 +434,18 @@ impl Index {
             *strays.entry(group).or_default() += 1;
         }
         let mut listed = 0usize;
-        for (&gk, &group) in &self.groups_of {
+        for (&gk, &held) in &self.groups_of {
+            let group = match held {
+                Held::Group(group) => group,
+                Held::Lone { offset, first } => {
+                    let key = BlockKey { run: gk.0, offset };
+                    if self.split(&key).0 != gk || first == EMPTY {
+                        return Err(format!("lone key {key} is filed under another group"));
+                    }
+                    listed += 1;
+                    continue;
+                }
+            };
             let g = &self.groups[group as usize];
             let dense = in_use(group).iter().filter(|&&b| b != EMPTY).count();
             let stray = strays.get(&group).copied().unwrap_or(0);
@@ -358,7 +462,7 @@ impl Index {
         }
         for &f in &self.free {
             let g = &self.groups[f as usize];
-            if self.groups_of.get(&g.key) == Some(&f)
+            if self.groups_of.get(&g.key) == Some(&Held::Group(f))
                 || g.dense + g.stray > 0
                 || in_use(f).iter().any(|&b| b != EMPTY)
             {
@@ -366,7 +470,7 @@ impl Index {
             }
         }
         if let Some((gk, group)) = self.last
-            && self.groups_of.get(&gk) != Some(&group)
+            && self.groups_of.get(&gk) != Some(&Held::Group(group))
         {
             return Err(format!("the remembered group of run {} is stale", gk.0.0));
         }
@@ -465,9 +569,13 @@ mod tests {
             index.insert_or_first(key(7, 15 + 16 * 100_000), BlockId(101)),
             None
         );
+        // The far key is alone in its group: no slots for it.
         assert_eq!(index.groups_of.len(), 2);
-        assert_eq!(index.slots.len(), 64);
-        let g = &index.groups[index.groups_of[&(RunId(7), 0)] as usize];
+        assert_eq!(index.slots.len(), 32);
+        let Held::Group(group) = index.groups_of[&(RunId(7), 0)] else {
+            panic!("run 7's first group has slots");
+        };
+        let g = &index.groups[group as usize];
         assert_eq!((g.dense, g.stray), (32, 1));
         assert_eq!(index.get(&key(7, 3)), Some(BlockId(100)));
         assert_eq!(index.get(&key(7, 15 + 16 * 100_000)), Some(BlockId(101)));
@@ -483,8 +591,52 @@ mod tests {
         }
         index.release(key(7, 3), index.get(&key(7, 3)).unwrap(), None);
         assert_eq!(index.groups_of.len(), 1);
+        assert_eq!(index.free.len(), 1);
+        // A new run's second key opens a group: the freed one.
         assert_eq!(index.insert_or_first(key(8, 0), BlockId(5)), None);
-        assert_eq!(index.groups.len(), 2);
+        assert_eq!(index.insert_or_first(key(8, 16), BlockId(6)), None);
+        assert_eq!(index.groups.len(), 1);
+        assert!(index.free.is_empty());
+        index.check().unwrap();
+    }
+
+    #[test]
+    fn index_keeps_a_lone_key_out_of_the_groups_until_a_second_comes() {
+        let mut index = Index::new(16);
+        assert_eq!(index.insert_or_first(key(4, 15), BlockId(1)), None);
+        assert!(index.groups.is_empty() && index.slots.is_empty());
+        assert_eq!(index.get(&key(4, 15)), Some(BlockId(1)));
+        assert_eq!(index.get(&key(4, 31)), None);
+        assert_eq!(
+            index.insert_or_first(key(4, 15), BlockId(2)),
+            Some(BlockId(1))
+        );
+        // A later copy takes the first's place, still lone.
+        assert_eq!(
+            index.release(key(4, 15), BlockId(2), None),
+            Some(BlockId(1))
+        );
+        assert_eq!(
+            index.release(key(4, 15), BlockId(1), Some(BlockId(2))),
+            None
+        );
+        assert_eq!(index.get(&key(4, 15)), Some(BlockId(2)));
+        index.check().unwrap();
+        // A second key of the group, out of step: both move into a group numbered by
+        // the lone key, the newcomer stray.
+        assert_eq!(index.insert_or_first(key(4, 3), BlockId(7)), None);
+        assert_eq!(index.groups.len(), 1);
+        let g = &index.groups[0];
+        assert_eq!((g.phase, g.dense, g.stray), (15, 1, 1));
+        assert_eq!(index.get(&key(4, 15)), Some(BlockId(2)));
+        assert_eq!(index.get(&key(4, 3)), Some(BlockId(7)));
+        assert_eq!(index.len(), 2);
+        index.check().unwrap();
+        // The last copy of a lone key leaves: nothing is kept of it.
+        assert_eq!(index.insert_or_first(key(5, 0), BlockId(9)), None);
+        assert_eq!(index.release(key(5, 0), BlockId(9), None), None);
+        assert_eq!(index.get(&key(5, 0)), None);
+        assert_eq!(index.len(), 2);
         index.check().unwrap();
     }
 
@@ -501,7 +653,10 @@ mod tests {
             (4096, 1),
         ] {
             let mut index = Index::new(block);
-            index.insert_or_first(key(1, block - 1), BlockId(0));
+            // Two keys of one group (a lone key has no slots): block 1 and 2, or,
+            // for wider blocks, one in step and one out.
+            index.insert_or_first(key(1, 2 * block - 1), BlockId(0));
+            index.insert_or_first(key(1, (2 * block).saturating_sub(2)), BlockId(1));
             assert_eq!(index.slots.len(), width, "block {block}");
         }
     }
