@@ -8,27 +8,16 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
+mod model_support;
+
+use model_support::{on, shipped};
+
 use std::path::Path;
 
-use poolc_tools::model::config::{self, ConfigErrorKind, ModelShape, Moe};
+use poolc_tools::model::config::{self, ConfigErrorKind, Moe};
 use poolc_tools::model::memory::{self, GIB};
 use poolc_tools::model::time;
-use poolc_tools::model::{Deployment, Dtype, Engine, ModelError, find_gpu, gpu, spec};
-
-fn shipped(name: &str) -> ModelShape {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/models")
-        .join(name)
-        .join("config.json");
-    config::read_path(&path).unwrap()
-}
-
-fn on(gpu: &str, tp: u64) -> Deployment {
-    Deployment {
-        tp,
-        ..Deployment::on(find_gpu(gpu).unwrap())
-    }
-}
+use poolc_tools::model::{Dtype, Engine, ModelError, find_gpu, gpu, spec};
 
 fn config_error(text: &str) -> String {
     let e = config::parse(text, "c.json").unwrap_err();

@@ -8,27 +8,13 @@
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
-use std::path::Path;
+mod model_support;
+
+use model_support::{on, shipped};
 
 use poolc_tools::eval::{self, Backend, Site};
-use poolc_tools::model::config::{self, ModelShape};
 use poolc_tools::model::time::{ALPHA, BETA};
-use poolc_tools::model::{Deployment, Dtype, TimeKind, find_gpu, spec};
-
-fn shipped(name: &str) -> ModelShape {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples/models")
-        .join(name)
-        .join("config.json");
-    config::read_path(&path).unwrap()
-}
-
-fn on(gpu: &str, tp: u64) -> Deployment {
-    Deployment {
-        tp,
-        ..Deployment::on(find_gpu(gpu).unwrap())
-    }
-}
+use poolc_tools::model::{Dtype, TimeKind, spec};
 
 /// A batch: prefill chunks (tokens, their request's prompt, its computed tokens
 /// before) and decoding requests (their computed tokens before).

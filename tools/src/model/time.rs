@@ -88,6 +88,21 @@ impl Consts {
         });
     }
 
+    /// The GPU's figures both time models read: `gpu_tflops` (the peak the dtype runs
+    /// at) and `gpu_tb_per_s`.
+    fn gpu(&mut self, deployment: &Deployment) {
+        self.add(
+            "gpu_tflops",
+            number(deployment.peak_tflops()),
+            peak_comment(deployment),
+        );
+        self.add(
+            "gpu_tb_per_s",
+            number(deployment.gpu.tb_per_s),
+            "memory bandwidth, TB/s",
+        );
+    }
+
     fn formula(&mut self, name: &str, expr: &str, comment: &str) {
         self.0.push(Decl::Formula {
             name: name.to_string(),
@@ -237,16 +252,7 @@ pub fn trained_physics(shape: &ModelShape, deployment: &Deployment) -> TimeText 
         number(deployment.dtype.linear_bytes()),
         format!("bytes per weight ({})", deployment.dtype.name()),
     );
-    c.add(
-        "gpu_tflops",
-        number(deployment.peak_tflops()),
-        peak_comment(deployment),
-    );
-    c.add(
-        "gpu_tb_per_s",
-        number(deployment.gpu.tb_per_s),
-        "memory bandwidth, TB/s",
-    );
+    c.gpu(deployment);
     c.formula(
         "prefill_flops_per_token",
         "layers * (4 * hidden * (hidden + kv_dim) + 6 * hidden * ffn * active_experts) / tp",
@@ -380,16 +386,7 @@ pub fn roofline(shape: &ModelShape, deployment: &Deployment) -> TimeText {
         kv_heads_per_gpu(shape, tp),
         "num_key_value_heads / tp (at least 1)",
     );
-    c.add(
-        "gpu_tflops",
-        number(deployment.peak_tflops()),
-        peak_comment(deployment),
-    );
-    c.add(
-        "gpu_tb_per_s",
-        number(deployment.gpu.tb_per_s),
-        "memory bandwidth, TB/s",
-    );
+    c.gpu(deployment);
     c.add(
         "flops_per_token",
         number(2.0 * linear_params),
