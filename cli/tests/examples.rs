@@ -1,5 +1,6 @@
 //! The bundled example specs and the `poolc check` command line: every
-//! `examples/*.pool` checks clean (exit 0, nothing on stderr), a `--set` of a declared
+//! `examples/*.pool` and `examples/policies/*.pool` checks clean (exit 0, nothing on
+//! stderr, or only its expected warning), a `--set` of a declared
 //! `param` is accepted, and the two ways of not giving `check` a readable file fail
 //! with the documented exit codes (2: usage error; 1: unreadable file, named in the
 //! message). It runs the built binary; it does not look inside the IR.
@@ -35,12 +36,21 @@ fn describe(args: &[&str], output: &Output) -> String {
     )
 }
 
-/// `examples/*.pool`, as paths relative to the crate root, sorted.
+/// `examples/*.pool` and `examples/policies/*.pool` (one deployment, one policy each:
+/// docs/POLICIES.md), as paths relative to the crate root, sorted.
 fn example_specs() -> Vec<String> {
-    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join("examples");
+    let mut specs = specs_in("examples");
+    specs.extend(specs_in("examples/policies"));
+    specs.sort();
+    specs
+}
+
+/// The `*.pool` files directly in `folder` (relative to the crate root).
+fn specs_in(folder: &str) -> Vec<String> {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).join(folder);
     let entries =
         fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
-    let mut specs: Vec<String> = entries
+    entries
         .map(|entry| {
             entry
                 .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
@@ -50,11 +60,9 @@ fn example_specs() -> Vec<String> {
         .filter_map(|path| {
             path.file_name()
                 .and_then(|n| n.to_str())
-                .map(|n| format!("examples/{n}"))
+                .map(|n| format!("{folder}/{n}"))
         })
-        .collect();
-    specs.sort();
-    specs
+        .collect()
 }
 
 #[test]
@@ -69,15 +77,26 @@ fn bundled_examples_exist() {
     }
 }
 
-/// The examples whose queues starve by design, with the warning `poolc check` gives
-/// them (R28: strict priorities and lanes a newcomer can take ahead of a waiting
-/// session; docs/LANGUAGE.md says why each is the expected warning).
-const EXPECTED_WARNINGS: [(&str, &str); 5] = [
+/// The examples whose queues starve by design, or whose aging R28 cannot see, with the
+/// warning `poolc check` gives them (R28 is conservative: docs/LANGUAGE.md says why each
+/// is the expected warning, docs/POLICIES.md what each policy is).
+const EXPECTED_WARNINGS: [(&str, &str); 11] = [
     ("examples/ascend.pool", "R28"),
     ("examples/replicas.pool", "R28"),
     ("examples/vllm_priority.pool", "R28"),
+    // Strict lanes and priorities: a newcomer of a better lane or tier goes first.
     ("examples/policies/ascend_lanes.pool", "R28"),
     ("examples/policies/priority.pool", "R28"),
+    ("examples/policies/priority_readmit.pool", "R28"),
+    ("examples/policies/sla_tiers.pool", "R28"),
+    // SGLang's longest prefix first starves a cold prompt while warm ones keep coming.
+    ("examples/policies/lpm.pool", "R28"),
+    // They age, but inside a comparison, `max` or a product R28 does not look through:
+    // a hold that waited `max_wait` is served FCFS; every `promote` s it moves up a lane
+    // until lane 0, FCFS; its score grows with the time since its arrival.
+    ("examples/policies/residual_sjf.pool", "R28"),
+    ("examples/policies/mlfq_lanes.pool", "R28"),
+    ("examples/policies/ewsjf.pool", "R28"),
 ];
 
 #[test]

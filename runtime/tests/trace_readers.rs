@@ -280,6 +280,10 @@ fn the_bundled_traces_parse_whole() {
     assert_eq!(a.sessions.len(), 8_819);
     let span = a.sessions.last().map(|s| s.arrival).unwrap_or(0.0);
     assert!((span - 3435.95).abs() < 0.01, "{span}");
+    let c = trace::read_path(&bundled("azure_llm_2023_conv.csv"), None).unwrap();
+    assert_eq!(c.sessions.len(), 19_366);
+    let span = c.sessions.last().map(|s| s.arrival).unwrap_or(0.0);
+    assert!((span - 3501.721937).abs() < 1e-6, "{span}");
     assert_eq!(
         Format::detect(Path::new("x.jsonl"), "{\"arrival\": 0}"),
         Format::Jsonl
@@ -311,6 +315,7 @@ fn a_file_opened_for_streaming_counts_its_rows_for_the_progress_bar() {
     for (name, rows) in [
         ("mooncake_conversation_trace.jsonl", 12_031),
         ("azure_llm_2023_code.csv", 8_819),
+        ("azure_llm_2023_conv.csv", 19_366),
     ] {
         let mut r = trace::open_path(&bundled(name), None).unwrap();
         assert_eq!(r.len_hint(), Some(rows), "{name}");

@@ -45,3 +45,30 @@ run p5_sjf_idle_gaps '{"poolc": {"spec": "tests/data/vllm-plugin/specs/sjf_aging
 # (p6) keyed eviction, `evict by (size, -last)` (the plugin's free-block queue), on the
 #      mixed workload; clock 1 s per call (`last` is a release time).
 run p6_small_first '{"poolc": {"spec": "tests/data/vllm-plugin/specs/small_first.pool", "clock_step": 1}}' --policy fcfs $MIXED
+
+# (q1–q14) every spec of examples/policies/ the plugin accepts (docs/POLICIES.md;
+# waiting_aware_lru and tiered are refused: `waiting` in an evict key, a spill), on
+# e_fcfs_mixed's knobs with 200 requests, the clock 0.5 s per call, the KV pool sized
+# as vLLM's (699 usable blocks) where the spec has the param. The recorder draws only
+# `priority` (--num-priorities), so `tier`, `slo` and `pin` take their defaults here;
+# ewsjf's bucket and slo_aware's short/long line are set to 256 so that both sides occur.
+POLICIES="--watermark 0 --seed 15 --num-requests 200 --prompt-min 16 --prompt-max 1024 --output-min 1 --output-max 256 --num-prefixes 8 --prefix-min 64 --prefix-max 1024 --prefix-frac 0.6 --children-per-prefix 2 --child-min 16 --child-max 256 --child-frac 0.4 --aligned-frac 0.3 --exact-frac 0.1 --tail-min 1 --tail-max 512 --arrival-rate 0.8 --block-size 16 --num-blocks 700 --max-num-seqs 48 --max-num-batched-tokens 2048 --max-model-len 4096"
+policy() { # name spec extra-set-json [recorder args]
+  local name=$1 spec=$2 set=$3; shift 3
+  run "$name" "{\"poolc\": {\"spec\": \"examples/policies/$spec.pool\", \"clock_step\": 0.5$set}}" --policy fcfs $POLICIES "$@"
+}
+BLOCKS=', "set": {"num_gpu_blocks": 699}'
+policy q1_fifo fifo "$BLOCKS"
+policy q2_sjf_aging sjf_aging "$BLOCKS"
+policy q3_ewsjf ewsjf ', "set": {"num_gpu_blocks": 699, "bucket": 256}'
+policy q4_residual_sjf residual_sjf "$BLOCKS"
+policy q5_mlfq_lanes mlfq_lanes "$BLOCKS"
+policy q6_slo_aware slo_aware ', "set": {"num_gpu_blocks": 699, "short_prompt": 256}'
+policy q7_edf_slo edf_slo "$BLOCKS"
+policy q8_sla_tiers sla_tiers "$BLOCKS" --num-priorities 3
+policy q9_priority priority "" --num-priorities 3
+policy q10_priority_readmit priority_readmit "$BLOCKS" --num-priorities 3
+policy q11_lpm lpm "$BLOCKS"
+policy q12_least_computed_preempt least_computed_preempt "$BLOCKS"
+policy q13_pinned_prefix pinned_prefix "$BLOCKS"
+policy q14_ascend_lanes ascend_lanes "$BLOCKS"
