@@ -117,29 +117,49 @@ pub fn specs_in(dir: &str) -> Vec<PathBuf> {
     specs
 }
 
-/// Every examples/*.pool with its text, sorted by path.
-pub fn examples() -> Vec<(PathBuf, String)> {
-    // The fleets (examples/fleet/) carry the route keys (R22) into every equality,
-    // the disaggregated fleets (examples/disagg/) the handoff work (R26), the
-    // deployments `poolc model` wrote (examples/deployments/) their `sum`s (R29).
-    let mut out: Vec<(PathBuf, String)> = [
-        "examples",
-        "examples/fleet",
-        "examples/disagg",
-        "examples/deployments",
-    ]
-    .into_iter()
-    .flat_map(|d| std::fs::read_dir(repo().join(d)).expect("examples/ exists"))
-    .filter_map(|e| e.ok().map(|e| e.path()))
-    .filter(|p| p.extension().is_some_and(|x| x == "pool"))
-    .map(|p| {
-        let text = std::fs::read_to_string(&p).expect("example readable");
-        (p, text)
-    })
-    .collect();
+/// The folders whose `.pool` files are the shipped examples: examples/ itself, the
+/// fleets (examples/fleet/) carrying the route keys (R22) into every equality, the
+/// disaggregated fleets (examples/disagg/) the handoff work (R26), and the
+/// deployments `poolc model` wrote (examples/deployments/) their `sum`s (R29).
+pub const EXAMPLE_DIRS: [&str; 4] = [
+    "examples",
+    "examples/fleet",
+    "examples/disagg",
+    "examples/deployments",
+];
+
+/// The path of every example spec of [`EXAMPLE_DIRS`], sorted.
+pub fn example_paths() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = EXAMPLE_DIRS
+        .into_iter()
+        .flat_map(|d| std::fs::read_dir(repo().join(d)).expect("examples/ exists"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pool"))
+        .collect();
     out.sort();
     assert!(!out.is_empty(), "no examples/*.pool found");
     out
+}
+
+/// An example's snapshot name: its file stem, prefixed by its folder outside
+/// examples/ itself (`fleet_<name>`, `disagg_<name>`, `deployments_<name>`).
+pub fn snapshot_name(path: &Path) -> String {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("spec");
+    match path.parent().and_then(|d| d.file_name()?.to_str()) {
+        Some(dir @ ("fleet" | "disagg" | "deployments")) => format!("{dir}_{stem}"),
+        _ => stem.to_string(),
+    }
+}
+
+/// Every example spec with its text, sorted by path.
+pub fn examples() -> Vec<(PathBuf, String)> {
+    example_paths()
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("example readable");
+            (p, text)
+        })
+        .collect()
 }
 
 /// The checked program of an example.
