@@ -13,8 +13,8 @@ use poolrt::host::{
 };
 use poolrt::policy::{PoolPolicy, StagePolicy};
 use poolrt::{
-    EvictPolicy, Limit, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, QueueTie, Requeue,
-    SpillPolicy, StageRef, Units,
+    EvictPolicy, FairConfig, Limit, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy,
+    QueueTie, Requeue, SpillPolicy, StageRef, Units,
 };
 
 use crate::ir::{self, JoinRule, Member, PoolId, Program, QueryTarget, StageId, Var};
@@ -148,6 +148,12 @@ fn member_config(
         },
         queue_index: QueueIndex::Auto,
         spill,
+        fair: pool.fair.map(|f| FairConfig {
+            by: f.by.0,
+            prefill: f.prefill,
+            decode: f.decode,
+            weight: f.weight.map(|w| w.0),
+        }),
     })
 }
 
@@ -185,6 +191,7 @@ fn input(i: ir::Input, site: PoolSite, member: u32) -> poolrt::Input {
             Var::Waiting => R::Waiting,
             Var::Now => R::Now,
             Var::Admitted => R::Admitted,
+            Var::Service => R::Service,
             // sema stores `waited` and `age` as differences, and the stage variables
             // appear only in stage `time` layouts, never in a pool's.
             Var::Waited

@@ -352,12 +352,14 @@ fn manifest_gives_format_pools_layouts_keys_and_read_sets() {
     let m = manifest::parse(&text).expect("the manifest is JSON");
     let s = |v: &str| manifest::Json::String(v.into());
     let n = |v: &str| manifest::Json::Number(v.into());
-    assert_eq!(m.get("format"), Some(&n("6")));
+    assert_eq!(m.get("format"), Some(&n("7")));
     let manifest::Json::Array(pools) = m.get("pools").expect("pools") else {
         panic!("pools is an array")
     };
     let kv = &pools[1];
     assert_eq!(kv.get("name"), Some(&s("kv")));
+    // R30: no `fair`, no service counters.
+    assert_eq!(kv.get("fair"), Some(&manifest::Json::Null));
     assert_eq!(kv.get("count"), Some(&n("4")));
     assert_eq!(kv.get("cap"), Some(&n("65536")));
     assert_eq!(kv.get("block"), Some(&n("16")));
@@ -433,6 +435,43 @@ fn manifest_carries_preempt_keys_and_requeue() {
     };
     let names: Vec<_> = row.iter().map(|x| x.get("name").cloned()).collect();
     assert_eq!(names, vec![Some(s("arrival")), Some(s("priority"))]);
+}
+
+/// R30: a pool with `fair` gives its group and weight attributes by index and its
+/// prices; its queue layout names `service` (a var slot the host fills).
+#[test]
+fn r30_manifest_carries_fair_and_the_service_slot() {
+    let path = build_support::repo().join("examples/policies/wfq.pool");
+    let text = std::fs::read_to_string(&path).expect("examples/policies/wfq.pool");
+    let program = example_program(&path, &text);
+    let m = manifest::parse(&manifest::write(&program, &host(), &Prefix::default()))
+        .expect("the manifest is JSON");
+    let s = |v: &str| manifest::Json::String(v.into());
+    let n = |v: &str| manifest::Json::Number(v.into());
+    let manifest::Json::Array(pools) = m.get("pools").expect("pools") else {
+        panic!("pools is an array")
+    };
+    let fair = pools[0].get("fair").expect("fair");
+    // session { prompt; output; tier = 1; share = 1; } after serial and arrival.
+    assert_eq!(fair.get("by"), Some(&n("4")));
+    assert_eq!(fair.get("weight"), Some(&n("5")));
+    assert_eq!(fair.get("prefill"), Some(&n("1.0")));
+    assert_eq!(fair.get("decode"), Some(&n("2.0")));
+    let layout = pools[0].get("queue_layout").expect("queue layout");
+    let manifest::Json::Array(row) = layout.get("row").expect("row") else {
+        panic!("row is an array")
+    };
+    let kinds: Vec<_> = row
+        .iter()
+        .map(|x| (x.get("name").cloned(), x.get("kind").cloned()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (Some(s("serial")), Some(s("attr"))),
+            (Some(s("service")), Some(s("var")))
+        ]
+    );
 }
 
 #[test]

@@ -556,6 +556,28 @@ fn r25_handoff_parses() {
 }
 
 #[test]
+fn r30_fair_parses_with_and_without_weight() {
+    let kinds = pool_options("pool kv { fair tenant (1, 2 * k); fair t (0, 1) weight share; }");
+    assert_eq!(
+        kinds,
+        [
+            PoolOptionKind::Fair(FairClause {
+                by: id("tenant"),
+                prefill: num(1.0),
+                decode: bin(BinaryOp::Mul, num(2.0), var("k")),
+                weight: None,
+            }),
+            PoolOptionKind::Fair(FairClause {
+                by: id("t"),
+                prefill: num(0.0),
+                decode: num(1.0),
+                weight: Some(id("share")),
+            }),
+        ]
+    );
+}
+
+#[test]
 fn d5_option_and_declaration_spans() {
     let src = "pool kv {\n  cap 10;\n  spill host via pcie (units) when (size > 1);\n}";
     let spec = parse_ok(src);
@@ -745,7 +767,7 @@ fn parse_error_unknown_pool_option() {
     let d = only_diagnostic(src);
     assert_eq!(
         d.message,
-        "expected a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`, `handoff`) or `}`, found `capacity`"
+        "expected a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`, `handoff`, `fair`) or `}`, found `capacity`"
     );
     assert_eq!(primary_text(src, &d), "capacity");
 }
@@ -1433,6 +1455,18 @@ fn pool_option() -> impl Strategy<Value = PoolOption> {
         }),
         (ident(), ident(), expression())
             .prop_map(|(target, link, work)| K::Handoff(HandoffClause { target, link, work })),
+        (
+            ident(),
+            expression(),
+            expression(),
+            proptest::option::of(ident())
+        )
+            .prop_map(|(by, prefill, decode, weight)| K::Fair(FairClause {
+                by,
+                prefill,
+                decode,
+                weight
+            })),
     ]
     .prop_map(|kind| PoolOption {
         kind,

@@ -5,6 +5,8 @@ that the policies of examples/policies/ read as session attributes (docs/POLICIE
     priority  0 or 1 (half each), drawn apart from the tier (vLLM's order: lower first)
     slo       the tier's TTFT target in seconds: 2, 10, 60
     pin       1 for tier 0 (its prompt is a pinned prefix), else 0
+    tenant    the tier again, as the tenant vtc.pool and wfq.pool count service by (R30)
+    share     the tier's weight for weighted fair queueing: 4, 2, 1 (wfq.pool, R30)
 
 Each session draws two numbers, the tier's then the priority's, from a 64-bit LCG
 (Knuth's MMIX constants) seeded with `--seed` (default 1), so the same input gives
@@ -27,6 +29,7 @@ import sys
 
 SHARES = (0.2, 0.8)  # cumulative: tier 0 below 0.2, tier 1 below 0.8, else tier 2
 SLO = (2, 10, 60)  # TTFT target of each tier, seconds
+SHARE = (4, 2, 1)  # WFQ weight of each tier (drawn from nothing: the tier decides)
 BLOCK = 512  # Mooncake's tokens per hash id
 
 
@@ -90,7 +93,7 @@ def main():
         row = {"arrival": arrival, "prompt": prompt, "output": output}
         if runs is not None:
             row["runs"] = runs
-        row.update(tier=tier, priority=priority, slo=SLO[tier], pin=int(tier == 0))
+        row.update(tier=tier, priority=priority, slo=SLO[tier], pin=int(tier == 0), tenant=tier, share=SHARE[tier])
         out.write(json.dumps(row, separators=(", ", ": ")) + "\n")
 
 

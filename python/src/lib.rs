@@ -203,7 +203,8 @@ impl Spec {
 
     /// The IR facts a Python host checks a spec against: per pool its name, family
     /// size, `cap` (None: inf), `block`, whether it spills and routes, the pool it hands
-    /// off to (None: none), its `admit via` stage,
+    /// off to (None: none), its `admit via` stage, its `fair` (None, or `by`, the
+    /// prices and `weight`: R30),
     /// and its queue, evict, preempt and requeue modes; per stage its name, family
     /// size, kind, `budget`, `seats` and `chunk` (None: inf, or a link).
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -232,6 +233,19 @@ impl Spec {
                 "admit_via",
                 pool.admit_via.map(|j| p.stage(j.target).name.clone()),
             )?;
+            // R30: whose service the pool counts and at what prices (None: no `fair`).
+            let fair = match pool.fair {
+                None => None,
+                Some(f) => {
+                    let fd = PyDict::new(py);
+                    fd.set_item("by", &p.session.attr(f.by).name)?;
+                    fd.set_item("prefill", f.prefill)?;
+                    fd.set_item("decode", f.decode)?;
+                    fd.set_item("weight", f.weight.map(|w| p.session.attr(w).name.clone()))?;
+                    Some(fd)
+                }
+            };
+            d.set_item("fair", fair)?;
             d.set_item(
                 "queue",
                 match pool.queue {

@@ -82,6 +82,8 @@ pub enum Input {
     SpillUnits,
     /// Queue and resident ctx: a query.
     Query(Query),
+    /// Queue row: the service counter of the hold's group (R30).
+    Service,
 }
 
 /// Which input fills each slot of a site's row and ctx (the compiler's `Layout`).
@@ -190,6 +192,18 @@ pub struct PoolConfig {
     pub queue_tie: QueueTie,
     pub queue_index: QueueIndex,
     pub spill: Option<SpillPolicy>,
+    /// `fair` (R30): service counters the queue keys read as [`Input::Service`].
+    pub fair: Option<FairConfig>,
+}
+
+/// `fair ATTR (prefill, decode) [weight ATTR]` (R30): attributes by index into
+/// [`crate::Env::attrs`], prices per token.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FairConfig {
+    pub by: u32,
+    pub prefill: f64,
+    pub decode: f64,
+    pub weight: Option<u32>,
 }
 
 impl Default for PoolConfig {
@@ -205,6 +219,7 @@ impl Default for PoolConfig {
             queue_tie: QueueTie::Enqueue,
             queue_index: QueueIndex::Auto,
             spill: None,
+            fair: None,
         }
     }
 }
@@ -279,7 +294,12 @@ impl std::error::Error for ConfigError {}
 fn allowed(site: Site, ctx: bool, input: Input) -> bool {
     use Input::*;
     match (site, ctx) {
-        (Site::Queue, false) => matches!(input, Attr(_) | Units | Reserve | Computed | Enqueued),
+        (Site::Queue, false) => {
+            matches!(
+                input,
+                Attr(_) | Units | Reserve | Computed | Enqueued | Service
+            )
+        }
         (Site::Queue, true) => matches!(input, Now | Query(_)),
         (Site::Entry, false) => matches!(input, Attr(_) | Size | Last | Waiting),
         (Site::Entry, true) => matches!(input, Now | SpillUnits),

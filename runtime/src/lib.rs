@@ -28,13 +28,13 @@ pub mod trace;
 pub mod types;
 
 pub use config::{
-    ConfigError, EvictPolicy, Input, Layout, PoolConfig, PoolRef, Preempt, Query, QueryKind,
-    QueueIndex, QueuePolicy, QueueTie, Requeue, SpillPolicy, StageRef, Target,
+    ConfigError, EvictPolicy, FairConfig, Input, Layout, PoolConfig, PoolRef, Preempt, Query,
+    QueryKind, QueueIndex, QueuePolicy, QueueTie, Requeue, SpillPolicy, StageRef, Target,
 };
 pub use env::Env;
 pub use error::Error;
 pub use event::{Counters, Event, Notice, Record};
-pub use pool::{Admission, Enqueued, EntryInfo, Grown, Hit, HoldInfo, Pool, Stored};
+pub use pool::{Admission, Charge, Enqueued, EntryInfo, Grown, Hit, HoldInfo, Pool, Stored};
 pub use types::{
     BlockId, BlockKey, Chain, ChainError, EntryId, Header, Limit, Run, RunId, SessionId, Units,
 };

@@ -236,6 +236,7 @@ fn build(setup: &Setup) -> (Pool, Naive) {
             QueueIndex::Auto
         },
         spill: setup.spill.map(spill_policy),
+        fair: None,
     })
     .expect("valid config");
     pool.set_logging(true);

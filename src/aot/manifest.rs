@@ -27,7 +27,7 @@ use crate::ir::{
 /// The version of the manifest layout; a loader refuses any other. Bump it when a
 /// field changes meaning or disappears (adding fields is also a bump: loaders
 /// compare manifests whole).
-pub const FORMAT: u32 = 6;
+pub const FORMAT: u32 = 7;
 
 /// The manifest of `program` as built for `target` with `prefix`: JSON, one field
 /// per line, deterministic (the same program always gives the same bytes).
@@ -247,6 +247,15 @@ impl Writer<'_> {
                 self.line(3, "},");
             }
         }
+        // R30: the service counters a host keeps for `service` (null without `fair`).
+        let fair = pool.fair.map_or("null".to_string(), |f| {
+            let weight = f.weight.map_or("null".to_string(), |w| w.0.to_string());
+            format!(
+                "{{\"by\": {}, \"prefill\": {:?}, \"decode\": {:?}, \"weight\": {weight}}}",
+                f.by.0, f.prefill, f.decode
+            )
+        });
+        self.line(3, &format!("\"fair\": {fair},"));
         self.layout("queue_layout", &pool.queue_layout, ",");
         self.layout("entry_layout", &pool.entry_layout, ",");
         let tail = pool.route.is_some() || pool.handoff.is_some();

@@ -199,10 +199,13 @@ pub enum Var {
     Context,
     /// Route keys: the index of the member being scored (R22).
     Member,
+    /// Queue keys of a pool with `fair` (R30): the service counter of the hold's
+    /// group.
+    Service,
 }
 
 impl Var {
-    pub const ALL: [Var; 16] = [
+    pub const ALL: [Var; 17] = [
         Var::Size,
         Var::Age,
         Var::Last,
@@ -219,6 +222,7 @@ impl Var {
         Var::Admitted,
         Var::Context,
         Var::Member,
+        Var::Service,
     ];
 
     pub fn name(self) -> &'static str {
@@ -239,6 +243,7 @@ impl Var {
             Var::Admitted => "admitted",
             Var::Context => "context",
             Var::Member => "member",
+            Var::Service => "service",
         }
     }
 
@@ -614,6 +619,20 @@ pub struct Handoff {
     pub layout: Layout,
 }
 
+/// `fair ATTR (prefill, decode) [weight ATTR];` (R30): a service counter per value of
+/// the session attribute `by`, charged at each take, lifted at each arrival; the
+/// pool's queue keys read it as `service`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Fair {
+    pub by: AttrId,
+    /// The price of a prefill token (a catching-up session's), compile-time, ≥ 0.
+    pub prefill: f64,
+    /// The price of a decode token (a generating session's), compile-time, ≥ 0.
+    pub decode: f64,
+    /// The attribute dividing each charge (`weight`); `None` divides by 1.
+    pub weight: Option<AttrId>,
+}
+
 /// llm-d's approximate prefix scorer keeps 31,250 blocks per server by default
 /// (`lruCapacityPerServer`, docs of llm-d-inference-scheduler): the default of
 /// `remember`.
@@ -650,6 +669,8 @@ pub struct Pool {
     pub route: Option<Route>,
     /// `handoff POOL via LINK (work);` (R25): only on an entry family.
     pub handoff: Option<Handoff>,
+    /// `fair …;` (R30): only on a pool admitted via a step stage.
+    pub fair: Option<Fair>,
 }
 
 impl Pool {

@@ -122,6 +122,8 @@ pub enum Problem {
     Handoff {
         input: Option<Input>,
     },
+    /// `service` (R30) outside the queue layout of a pool with `fair`.
+    ServiceWithoutFair,
 }
 
 impl fmt::Display for VerifyError {
@@ -199,6 +201,9 @@ impl fmt::Display for VerifyError {
             Problem::RouteOnly { input: None } => f.write_str("a route over a family of one"),
             Problem::Handoff { input: Some(input) } => {
                 write!(f, "{input:?} in a handoff's work")
+            }
+            Problem::ServiceWithoutFair => {
+                f.write_str("`service` outside the queue layout of a pool with `fair` (R30)")
             }
             Problem::Handoff { input: None } => {
                 f.write_str("a handoff into its own pool or one no step stage admits")
@@ -313,6 +318,24 @@ impl Verifier<'_> {
                     Problem::RouteOnly { input: Some(input) },
                 ));
             }
+        }
+        // R30: `service` is a queue row of a pool that keeps the counters.
+        if let Some(f) = &pool.fair {
+            self.input(&at("fair"), Input::Attr(f.by), counts)?;
+            if let Some(w) = f.weight {
+                self.input(&at("fair"), Input::Attr(w), counts)?;
+            }
+        }
+        let service = Input::Var(Var::Service);
+        let in_queue = pool.queue_layout.row.iter().chain(&pool.queue_layout.ctx);
+        let elsewhere = pool.entry_layout.row.iter().chain(&pool.entry_layout.ctx);
+        let elsewhere = elsewhere.chain(&pool.resident_layout.row);
+        let elsewhere = elsewhere.chain(&pool.resident_layout.ctx);
+        if elsewhere.clone().any(|&i| i == service)
+            || pool.queue_layout.ctx.contains(&service)
+            || (pool.fair.is_none() && in_queue.clone().any(|&i| i == service))
+        {
+            return Err(fail(&at("fair"), Problem::ServiceWithoutFair));
         }
         if let Some(route) = &pool.route {
             if pool.count < 2 {

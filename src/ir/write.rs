@@ -130,6 +130,18 @@ pub fn dump(p: &Program) -> String {
             write_keys(&mut out, p, &r.keys, &r.layout, Fixedness::Hidden);
             write_layout(&mut out, p, &r.layout, "route");
         }
+        if let Some(f) = &pool.fair {
+            let weight = f
+                .weight
+                .map_or(String::new(), |w| format!(" / {}", p.session.attr(w).name));
+            let _ = writeln!(
+                out,
+                "  fair by {}: charge ({} * prefill + {} * decode){weight}",
+                p.session.attr(f.by).name,
+                num(f.prefill),
+                num(f.decode)
+            );
+        }
         if let Some(h) = &pool.handoff {
             let _ = writeln!(
                 out,

@@ -388,3 +388,33 @@ pub fn route_other_entry(pool: &str, span: Span, other: &str, other_span: Span) 
     .secondary(other_span, "another entry pool")
     .note("a spec that routes has one entry family; sessions arrive there only (R22)")
 }
+
+/// R30: `fair` counts the tokens a step stage's iterations take.
+pub fn fair_not_admitted(pool: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "R30",
+        format!("`fair` in pool `{pool}`, which is not admitted via a step stage"),
+    )
+    .primary(span, "no iteration takes tokens here to charge")
+    .note("`fair` charges each take of a step stage's iterations: add `admit via STAGE;` (R30)")
+}
+
+/// R30: `service` is the counter `fair` keeps.
+pub fn service_without_fair(pool: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "R30",
+        format!("the queue keys of pool `{pool}` read `service`, but the pool has no `fair`"),
+    )
+    .primary(span, "reads `service`")
+    .note("declare whose service is counted and at what prices, e.g. `fair tenant (1, 2);` (R30)")
+}
+
+/// R30: `fair` groups sessions by an attribute's value.
+pub fn fair_not_attr(name: &str, what: &str, span: Span) -> Diagnostic {
+    Diagnostic::new(
+        "R30",
+        format!("`fair` needs a session attribute, but `{name}` is {what}"),
+    )
+    .primary(span, "not a session attribute")
+    .note("declare it in `session { … }`, e.g. `session { tenant = 0; }` (R30)")
+}

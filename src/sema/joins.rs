@@ -1,6 +1,7 @@
 //! Joins between declarations (K1–K3): a pool's `admit via` stage, its spill tier
 //! and link, each resolved to a declaration of the right kind with family counts that
-//! join, and the spill graph checked for cycles. It only resolves and checks; the
+//! join, the spill graph checked for cycles, and the one entry family of a spec that
+//! routes (R22). It only resolves and checks; the
 //! IR it returns is assembled by `mod.rs`, and all wording is `errors.rs`'s.
 
 use crate::diag::Diagnostic;
@@ -322,5 +323,33 @@ impl Checker<'_> {
             .iter()
             .find(|o| matches!(o.kind, PoolOptionKind::Spill(_)))
             .map_or(self.pools[pool].name.span, |o| o.span)
+    }
+
+    /// R22: a spec that routes its entry family has one entry family, the routed
+    /// one; handoff targets (R25) are not entry families, and route on their own.
+    pub(super) fn check_route_entry(&mut self, pools: &[Pool]) {
+        let targets: Vec<usize> = pools
+            .iter()
+            .filter_map(|p| p.handoff.as_ref().map(|h| h.target.0 as usize))
+            .collect();
+        let entry = |j: usize, p: &Pool| p.admit_via.is_some() && !targets.contains(&j);
+        let routed = pools
+            .iter()
+            .enumerate()
+            .position(|(j, p)| p.route.is_some() && entry(j, p));
+        let Some(r) = routed else { return };
+        let span = self.option_span(r, |k| matches!(k, PoolOptionKind::Route(_)));
+        let name = self.pools[r].name.name.clone();
+        for (j, p) in pools.iter().enumerate() {
+            if j != r && entry(j, p) {
+                let other = self.pools[j].name.clone();
+                self.error(errors::route_other_entry(
+                    &name,
+                    span,
+                    &other.name,
+                    other.span,
+                ));
+            }
+        }
     }
 }

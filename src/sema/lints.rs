@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use crate::diag::Diagnostic;
 use crate::ir::{BinaryOp, QueryKind, UnaryOp};
-use crate::syntax::ast::{Decl, Expr, ExprKind, Ident, PoolOptionKind, Spec};
+use crate::syntax::ast::{Decl, Expr, ExprKind, Ident, PoolDecl, PoolOptionKind, Spec};
 
 /// Every warning for a spec that checks (sema found no error).
 pub fn lint(spec: &Spec) -> Vec<Diagnostic> {
@@ -23,7 +23,8 @@ pub fn lint(spec: &Spec) -> Vec<Diagnostic> {
                     }
                 }
                 PoolOptionKind::QueueBy(keys) => {
-                    if let Some(d) = queue_can_starve(&pool.name.name, keys, &values) {
+                    let fair = fairness(pool, &values);
+                    if let Some(d) = queue_can_starve(&pool.name.name, keys, &values, fair) {
                         out.push(d);
                     }
                 }
@@ -93,7 +94,7 @@ fn constants(spec: &Spec) -> BTreeMap<&str, f64> {
     let mut out = BTreeMap::new();
     for decl in &spec.decls {
         if let Decl::Const(v) | Decl::Param(v) = decl
-            && let Trend::Same(Some(x)) = trend(&v.value, &BTreeMap::new())
+            && let Trend::Same(Some(x)) = trend(&v.value, &BTreeMap::new(), Fairness::NotCharging)
         {
             out.insert(v.name.name.as_str(), x);
         }
@@ -158,13 +159,17 @@ fn bounded_of(parts: &[Trend]) -> Trend {
     }
 }
 
-fn trend(e: &Expr, values: &BTreeMap<&str, f64>) -> Trend {
+fn trend(e: &Expr, values: &BTreeMap<&str, f64>, fair: Fairness) -> Trend {
     match &e.kind {
         ExprKind::Number(x) => Trend::Same(Some(*x)),
         ExprKind::Name(id) => match id.name.as_str() {
             "waited" => Trend::Anti,
             "arrival" | "serial" | "enqueued" => Trend::Ages,
             "now" => Trend::Same(None),
+            // R30: the holds of one group share their counter, and a group that is
+            // served at positive prices rises past a waiting group's (an arrival is
+            // lifted to the least waiting counter), so the next key decides.
+            "service" if fair == Fairness::Charging => Trend::Same(None),
             name => match values.get(name) {
                 Some(x) => Trend::Same(Some(*x)),
                 // Attributes and the hold's own sizes.
@@ -174,14 +179,17 @@ fn trend(e: &Expr, values: &BTreeMap<&str, f64>) -> Trend {
         // A query (`free(kv)`, `queued(kv)`, `residents(S)`, …) is one value at a
         // selection; a built-in function of parts is bounded when they are.
         ExprKind::Call(f, _) if QueryKind::from_name(&f.name).is_some() => Trend::Same(None),
-        ExprKind::Call(_, args) | ExprKind::Draw(args) => {
-            bounded_of(&args.iter().map(|a| trend(a, values)).collect::<Vec<_>>())
-        }
+        ExprKind::Call(_, args) | ExprKind::Draw(args) => bounded_of(
+            &args
+                .iter()
+                .map(|a| trend(a, values, fair))
+                .collect::<Vec<_>>(),
+        ),
         ExprKind::Index(..) => Trend::Same(None),
-        ExprKind::Unary(UnaryOp::Neg, a) => neg(trend(a, values)),
-        ExprKind::Unary(UnaryOp::Not, a) => bounded_of(&[trend(a, values)]),
+        ExprKind::Unary(UnaryOp::Neg, a) => neg(trend(a, values, fair)),
+        ExprKind::Unary(UnaryOp::Not, a) => bounded_of(&[trend(a, values, fair)]),
         ExprKind::Binary(op, a, b) => {
-            let (x, y) = (trend(a, values), trend(b, values));
+            let (x, y) = (trend(a, values, fair), trend(b, values, fair));
             match op {
                 BinaryOp::Add => add(x, y),
                 BinaryOp::Sub => add(x, neg(y)),
@@ -193,17 +201,44 @@ fn trend(e: &Expr, values: &BTreeMap<&str, f64>) -> Trend {
                 _ => bounded_of(&[x, y]),
             }
         }
-        ExprKind::Conditional(c, a, b) => {
-            bounded_of(&[trend(c, values), trend(a, values), trend(b, values)])
-        }
+        ExprKind::Conditional(c, a, b) => bounded_of(&[
+            trend(c, values, fair),
+            trend(a, values, fair),
+            trend(b, values, fair),
+        ]),
+    }
+}
+
+/// Whether a pool's `fair` charges every take something (R30 with both prices > 0):
+/// only then does a served group's counter rise past a waiting one's.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fairness {
+    Charging,
+    NotCharging,
+}
+
+fn fairness(pool: &PoolDecl, values: &BTreeMap<&str, f64>) -> Fairness {
+    let positive = |e: &Expr| matches!(trend(e, values, Fairness::NotCharging), Trend::Same(Some(x)) if x > 0.0);
+    let charging = pool.options.iter().any(|o| {
+        matches!(&o.kind, PoolOptionKind::Fair(f) if positive(&f.prefill) && positive(&f.decode))
+    });
+    if charging {
+        Fairness::Charging
+    } else {
+        Fairness::NotCharging
     }
 }
 
 /// R28: the first queue key that can tell two holds apart must age, or a steady
 /// stream of newcomers that beat a hold on it holds that hold back forever.
-fn queue_can_starve(pool: &str, keys: &[Expr], values: &BTreeMap<&str, f64>) -> Option<Diagnostic> {
+fn queue_can_starve(
+    pool: &str,
+    keys: &[Expr],
+    values: &BTreeMap<&str, f64>,
+    fair: Fairness,
+) -> Option<Diagnostic> {
     for (i, key) in keys.iter().enumerate() {
-        let why = match trend(key, values) {
+        let why = match trend(key, values, fair) {
             Trend::Same(_) => continue,
             Trend::Ages => return None,
             Trend::Bounded => {

@@ -13,6 +13,7 @@
 
 mod errors;
 mod expr;
+mod fair;
 mod joins;
 mod lints;
 mod names;
@@ -24,7 +25,7 @@ use crate::Options;
 use crate::diag::Diagnostic;
 use crate::ir::{
     self, Attr, AttrId, Evict, Layout, Limit, LinkStage, NamedValue, Pool, PreemptMode, Program,
-    QueuePolicy, QueueTie, Requeue, Route, Session, SiteExpr, Stage, StepStage, Var,
+    QueuePolicy, QueueTie, Read, Requeue, Route, Session, SiteExpr, Stage, StepStage, Var,
 };
 use crate::syntax::Span;
 use crate::syntax::ast::{
@@ -557,6 +558,7 @@ impl<'a> Checker<'a> {
             resident_layout: Layout::default(),
             route: None,
             handoff: None,
+            fair: None,
         };
         let mut queue_b = SiteBuilder::new(Site::Queue);
         let mut entry_b = SiteBuilder::new(Site::Evict);
@@ -566,6 +568,8 @@ impl<'a> Checker<'a> {
         let mut victim_span = None;
         // The span of `route by`, for R22.
         let mut route_span = None;
+        // The spans of `fair` and `queue by`, for R30.
+        let (mut fair_span, mut queue_span) = (None, None);
         for opt in &decl.options {
             let key = match &opt.kind {
                 PoolOptionKind::Cap(_) => "cap",
@@ -580,6 +584,7 @@ impl<'a> Checker<'a> {
                 PoolOptionKind::Spill(_) => "spill",
                 PoolOptionKind::Route(_) => "route",
                 PoolOptionKind::Handoff(_) => "handoff",
+                PoolOptionKind::Fair(_) => "fair",
             };
             if let Some((_, first)) = seen.iter().find(|(k, _)| *k == key) {
                 self.error(errors::repeated_option(key, *first, opt.span));
@@ -616,6 +621,7 @@ impl<'a> Checker<'a> {
                     let (keys, tie) = self.queue_tie(keys);
                     pool.queue = QueuePolicy::By(self.lower_keys(keys, &mut queue_b, owner));
                     pool.queue_tie = tie;
+                    queue_span = Some(opt.span);
                 }
                 PoolOptionKind::AdmitVia(stage) => pool.admit_via = self.admit_via(i, stage),
                 PoolOptionKind::Spill(spill) => {
@@ -626,7 +632,21 @@ impl<'a> Checker<'a> {
                     route_span = Some(opt.span);
                 }
                 PoolOptionKind::Handoff(h) => pool.handoff = self.handoff(i, h, owner),
+                PoolOptionKind::Fair(f) => {
+                    pool.fair = self.fair(f);
+                    fair_span = Some(opt.span);
+                }
             }
+        }
+        if let (Some(span), None) = (fair_span, &pool.admit_via) {
+            self.error(errors::fair_not_admitted(&decl.name.name, span));
+        }
+        if let (QueuePolicy::By(keys), None, Some(span)) = (&pool.queue, fair_span, queue_span)
+            && keys
+                .iter()
+                .any(|k| k.reads.contains(Read::Var(Var::Service)))
+        {
+            self.error(errors::service_without_fair(&decl.name.name, span));
         }
         if let Some(span) = route_span {
             if pool.admit_via.is_none() {
@@ -696,34 +716,6 @@ impl<'a> Checker<'a> {
             every,
             remember,
         })
-    }
-
-    /// R22: a spec that routes its entry family has one entry family, the routed
-    /// one; handoff targets (R25) are not entry families, and route on their own.
-    fn check_route_entry(&mut self, pools: &[Pool]) {
-        let targets: Vec<usize> = pools
-            .iter()
-            .filter_map(|p| p.handoff.as_ref().map(|h| h.target.0 as usize))
-            .collect();
-        let entry = |j: usize, p: &Pool| p.admit_via.is_some() && !targets.contains(&j);
-        let routed = pools
-            .iter()
-            .enumerate()
-            .position(|(j, p)| p.route.is_some() && entry(j, p));
-        let Some(r) = routed else { return };
-        let span = self.option_span(r, |k| matches!(k, PoolOptionKind::Route(_)));
-        let name = self.pools[r].name.name.clone();
-        for (j, p) in pools.iter().enumerate() {
-            if j != r && entry(j, p) {
-                let other = self.pools[j].name.clone();
-                self.error(errors::route_other_entry(
-                    &name,
-                    span,
-                    &other.name,
-                    other.span,
-                ));
-            }
-        }
     }
 
     /// R21: a `queue by` list whose last key is the bare name `id` (when nothing is

@@ -50,7 +50,7 @@ impl Site {
                 "literals, `const` and `param` values, arithmetic and `min max abs floor ceil sqrt`"
             }
             Site::Queue => {
-                "constants; session attributes; the hold's `units`, `reserve`, `computed`; `waited`; `now`; queries"
+                "constants; session attributes; the hold's `units`, `reserve`, `computed`; `waited`; `now`; queries; `service` (with `fair`)"
             }
             Site::Evict => {
                 "constants; `size`, `age`, `last`, `waiting`; the entry's session attributes"
@@ -98,7 +98,7 @@ impl Site {
         use Var::*;
         match self {
             Site::Const => false,
-            Site::Queue => matches!(v, Units | Reserve | Computed | Waited | Now),
+            Site::Queue => matches!(v, Units | Reserve | Computed | Waited | Now | Service),
             Site::Evict => matches!(v, Size | Age | Last | Waiting),
             Site::Preempt => matches!(v, Units | Computed | Admitted | Now),
             Site::SpillWork | Site::SpillPred => matches!(v, Size | Age | Last | Waiting | Units),

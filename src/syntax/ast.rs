@@ -152,6 +152,20 @@ pub enum PoolOptionKind {
     /// `handoff POOL via LINK (work);` (R25–R27): a computed prompt's KV goes to
     /// another pool family over a link, and the session continues there.
     Handoff(HandoffClause),
+    /// `fair ATTR (prefill, decode) [weight ATTR];` (R30): service counters per value
+    /// of a session attribute, which the pool's `queue by` keys read as `service`.
+    Fair(FairClause),
+}
+
+/// `fair ATTR (prefill, decode) [weight ATTR];` on a pool admitted via a step stage
+/// (R30): each take charges its group `(prefill × its prefill tokens + decode × its
+/// decode tokens) / weight`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FairClause {
+    pub by: Ident,
+    pub prefill: Expr,
+    pub decode: Expr,
+    pub weight: Option<Ident>,
 }
 
 /// `handoff POOL via LINK (work);` on an entry pool family (R25).

@@ -706,7 +706,7 @@ fn pool_decl(i: Tokens<'_>) -> PResult<'_, PoolDecl> {
         family_header("after `pool`", "after the pool name"),
         many0(pool_option),
         label(
-            "a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`, `handoff`) or `}`",
+            "a pool option (`cap`, `block`, `evict`, `preempt`, `requeue`, `queue`, `admit`, `spill`, `route`, `handoff`, `fair`) or `}`",
             punct(Punct::RBrace, "`}`"),
         ),
     ))
@@ -811,6 +811,7 @@ fn pool_option(i: Tokens<'_>) -> PResult<'_, PoolOption> {
         spill,
         route,
         handoff,
+        fair,
     ))
     .parse(i)
 }
@@ -895,6 +896,43 @@ fn spill(i: Tokens<'_>) -> PResult<'_, PoolOption> {
         link,
         work,
         pred,
+    });
+    Ok((
+        i,
+        PoolOption {
+            kind,
+            span: start.to(end),
+        },
+    ))
+}
+
+/// `fair ATTR (prefill, decode) [weight ATTR];` (R30).
+fn fair(i: Tokens<'_>) -> PResult<'_, PoolOption> {
+    let (i, start) = keyword("fair")(i)?;
+    let (i, (by, _, prefill, _, decode, _)) = cut((
+        context("after `fair`", name("a session attribute")),
+        context("before the prices", punct(Punct::LParen, "`(`")),
+        context("after `(`", expression),
+        context("after the prefill price", punct(Punct::Comma, "`,`")),
+        context("after `,`", expression),
+        context("after the decode price", punct(Punct::RParen, "`)`")),
+    ))
+    .parse(i)?;
+    let (i, weight) = opt(|i| {
+        let (i, _) = keyword("weight")(i)?;
+        cut(context("after `weight`", name("a session attribute"))).parse(i)
+    })
+    .parse(i)?;
+    let (i, end) = cut(context(
+        "after the `fair` option",
+        label("`weight` or `;`", semi()),
+    ))
+    .parse(i)?;
+    let kind = PoolOptionKind::Fair(FairClause {
+        by,
+        prefill,
+        decode,
+        weight,
     });
     Ok((
         i,

@@ -123,6 +123,19 @@ fn pool_option(kind: &PoolOptionKind) -> String {
             h.link.name,
             print_expr(&h.work)
         ),
+        PoolOptionKind::Fair(f) => {
+            let mut out = format!(
+                "fair {} ({}, {})",
+                f.by.name,
+                print_expr(&f.prefill),
+                print_expr(&f.decode)
+            );
+            if let Some(w) = &f.weight {
+                out.push_str(&format!(" weight {}", w.name));
+            }
+            out.push(';');
+            out
+        }
     }
 }
 
@@ -284,6 +297,12 @@ pub fn erase_spans(spec: &mut Spec) {
                             erase_ident(&mut h.target);
                             erase_ident(&mut h.link);
                             erase_expr_spans(&mut h.work);
+                        }
+                        PoolOptionKind::Fair(f) => {
+                            erase_ident(&mut f.by);
+                            erase_expr_spans(&mut f.prefill);
+                            erase_expr_spans(&mut f.decode);
+                            f.weight.iter_mut().for_each(erase_ident);
                         }
                         PoolOptionKind::EvictLru
                         | PoolOptionKind::PreemptNone

@@ -16,9 +16,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use poolc::aot::object::{Prefix, Target};
 use poolc::aot::{BuildOptions, Emit};
 use poolc::ir::{
-    Attr, AttrId, BinaryOp, Evict, Expr, Input, Join, JoinRule, Layout, Limit, LinkStage, Member,
-    Pool, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy, QueueTie, Read,
-    ReadSet, Requeue, Session, SiteExpr, Slot, Spill, Stage, StageId, StageKind, StepStage, Var,
+    Attr, AttrId, BinaryOp, Evict, Expr, Fair, Input, Join, JoinRule, Layout, Limit, LinkStage,
+    Member, Pool, PoolId, PreemptMode, Program, Query, QueryKind, QueryTarget, QueuePolicy,
+    QueueTie, Read, ReadSet, Requeue, Session, SiteExpr, Slot, Spill, Stage, StageId, StageKind,
+    StepStage, Var,
 };
 use proptest::prelude::*;
 
@@ -396,6 +397,13 @@ pub fn corpus_program(seed: u8, pools: usize, keys: usize) -> Program {
             // The corpus's families have one member; the fleets route (examples()).
             route: None,
             handoff: None,
+            // Both with and without R30's counters, so the manifest's `fair` is too.
+            fair: (p % 2 == 1).then_some(Fair {
+                by: AttrId(0),
+                prefill: 1.0,
+                decode: 0.5,
+                weight: Some(AttrId(1)),
+            }),
         });
     }
     Program {

@@ -6,7 +6,8 @@
 its waiting queue by the spec's compiled ``queue by`` keys (R8), take its preemption
 victims as the spec says (``preempt lifo``: R13, vLLM's own FCFS victim; ``preempt by``:
 R18, the compiled keys), put a victim back at the head or by its keys (R19), and evict
-cached prefixes by ``evict by`` (R10). The
+cached prefixes by ``evict by`` (R10), and
+keep the service counters of ``fair`` (R30) that ``queue by`` keys read as ``service``. The
 keys are the spec's compiled functions (``Spec.keys``), called on rows this module fills
 from vLLM's requests; nothing here evaluates or orders a key any other way. Sizes stay
 vLLM's own. What is honoured and refused, and why: docs/VLLM.md.
@@ -29,6 +30,7 @@ step (docs/STEPS.md), the measurements ``poolc fit`` fits a stage ``time`` to.""
 import collections
 import json
 import logging
+import math
 import os
 import time
 
@@ -192,6 +194,15 @@ class _Policy:
         self.keyed = pool["requeue"] == "keyed"
         self.queue_tie = pool["queue_tie"]
         self.defaults = dict(shape["defaults"])
+        # R30: `fair ATTR (PREFILL, DECODE) [weight ATTR2]`, or None. (A native module
+        # without R30 has no "fair" in its shape: None.)
+        self.fair = pool.get("fair")
+        if self.fair is not None:
+            for name in (self.fair["by"], self.fair.get("weight")):
+                # Read from each request as any attribute (given, derived or its
+                # default), also where the shape lists it nowhere else.
+                if name is not None and name not in self.defaults:
+                    self.defaults[name] = None
 
     def _keys(self, site):
         keys = self.spec.keys(self.name, site)
@@ -219,6 +230,10 @@ class _Policy:
         ]
         if self.queue_tie == "id":
             parts[0] += ", ties by request id"
+        fair = self.fair
+        if fair is not None:
+            weight = f" weight {fair['weight']}" if fair.get("weight") is not None else ""
+            parts.append(f"fair {fair['by']} ({_num(fair['prefill'])}, {_num(fair['decode'])}){weight}")
         return "; ".join(parts)
 
     def differences(self, sched):
@@ -237,6 +252,119 @@ class _Policy:
             ]
             if spec != vllm
         ]
+
+
+def _num(x):
+    """A price as the spec would write it: 1 for 1.0, else Python's shortest repr."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
+
+
+def _fdiv(a, b):
+    """``a / b`` in IEEE doubles, as the compiled code divides: Python raises on a zero
+    divisor where IEEE gives ±inf (or NaN for 0/0 and NaN/0)."""
+    try:
+        return a / b
+    except ZeroDivisionError:
+        if a == 0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+
+
+class _Service:
+    """R30's service counters (VTC) for the KV pool's ``fair ATTR (PREFILL, DECODE)
+    [weight ATTR2]``: one counter per group (a value of ATTR), charged for the tokens
+    each request takes in a step, given back by a victim that gives its tokens back,
+    and lifted when a request arrives to a group with nothing waiting; with the number
+    of waiting requests per group that the lift needs. Pure bookkeeping on attribute
+    dicts and request ids: the scheduler calls it (``_PoolcMixin``, ``_PoolQueue``)."""
+
+    def __init__(self, fair):
+        self.by = fair["by"]
+        self.weight = fair.get("weight")
+        self.prefill = float(fair["prefill"])
+        self.decode = float(fair["decode"])
+        self.counter = {}  # group -> c (a group without one is at +0.0)
+        self.waiting = {}  # group -> requests in the waiting queues (> 0 only)
+        self.charged = {}  # request id -> (group, amount) charged in this schedule() call
+        self.caught_up = set()  # request ids that sampled since their latest admission
+
+    @staticmethod
+    def group(value):
+        """The group of an attribute value: equal numbers are one group, -0 is +0,
+        every NaN is one group."""
+        value = float(value)
+        if math.isnan(value):
+            return "nan"
+        return 0.0 if value == 0 else value
+
+    def group_of(self, attrs):
+        return self.group(attrs[self.by])
+
+    def service(self, group):
+        """`service` in a queue row: the group's current counter."""
+        return self.counter.get(group, 0.0)
+
+    def charge(self, rid, attrs, tokens):
+        """A request takes ``tokens`` in this step: prefill tokens if it is catching
+        up, decode tokens if it sampled since its latest admission."""
+        group = self.group_of(attrs)
+        w = float(attrs[self.weight]) if self.weight is not None else 1.0
+        if rid in self.caught_up:
+            prefill, decode = 0.0, float(tokens)
+        else:
+            prefill, decode = float(tokens), 0.0
+        amount = _fdiv(self.prefill * prefill + self.decode * decode, w)
+        self.counter[group] = self.service(group) + amount
+        self.charged[rid] = (group, amount)
+
+    def give_back(self, rid):
+        """A victim preempted in the step it was charged in gives its tokens back."""
+        got = self.charged.pop(rid, None)
+        if got is not None:
+            group, amount = got
+            self.counter[group] = self.service(group) - amount
+
+    def arrive(self, attrs):
+        """A new request enters the waiting queue: if its group has nothing waiting,
+        its counter becomes max(c, L), L the least counter among the groups that have
+        requests waiting (plain comparison; a NaN counter is never the least, and a
+        NaN L never lifts)."""
+        group = self.group_of(attrs)
+        if not self.waiting.get(group):
+            least = None
+            for g in self.waiting:
+                c = self.service(g)
+                if not math.isnan(c) and (least is None or c < least):
+                    least = c
+            if least is not None and least > self.service(group):
+                self.counter[group] = least
+        self.entered(attrs)
+
+    def entered(self, attrs):
+        group = self.group_of(attrs)
+        self.waiting[group] = self.waiting.get(group, 0) + 1
+
+    def left(self, attrs):
+        group = self.group_of(attrs)
+        n = self.waiting.get(group, 0) - 1
+        if n > 0:
+            self.waiting[group] = n
+        else:
+            self.waiting.pop(group, None)
+
+    def scheduled(self, out, requests):
+        """After ``schedule()``: every scheduled request whose known tokens are all
+        computed samples in this step, so its next tokens are decode tokens (the step
+        log's `caught_up`); this call's charges are final."""
+        for rid in out.num_scheduled_tokens:
+            r = requests[rid]
+            if r.num_computed_tokens >= r.num_tokens:
+                self.caught_up.add(rid)
+
+    def gone(self, rid):
+        """A request preempted or freed: when it runs again it catches up first."""
+        self.caught_up.discard(rid)
 
 
 class _PoolQueue(RequestQueue):
@@ -260,11 +388,19 @@ class _PoolQueue(RequestQueue):
 
     def add_request(self, request):
         self._s._poolc_enqueued(request)
+        fair = self._s._poolc_fair
+        if fair is not None:
+            # A new request (vLLM's `_enqueue_waiting_request`): R30's lift.
+            fair.arrive(self._s._poolc_attrs[request.request_id])
         self._insert(request)
         self._picked = None
 
     def prepend_request(self, request):
         self._s._poolc_enqueued(request)
+        fair = self._s._poolc_fair
+        if fair is not None:
+            # A victim, or a request skipped in this step: counted, never lifted.
+            fair.entered(self._s._poolc_attrs[request.request_id])
         if self._s._poolc.keyed:
             self._insert(request)
         else:
@@ -321,6 +457,8 @@ class _PoolQueue(RequestQueue):
             self._held.remove(r)
         self._picked = None
         self._s._poolc_admitted[r.request_id] = self._s._poolc_now
+        if self._s._poolc_fair is not None:
+            self._s._poolc_fair.left(self._s._poolc_attrs[r.request_id])
         return r
 
     def remove_request(self, request):
@@ -332,6 +470,13 @@ class _PoolQueue(RequestQueue):
 
     def remove_requests(self, requests):
         gone = {id(r) for r in requests}
+        fair = self._s._poolc_fair
+        if fair is not None:
+            # vLLM removes a set from both queues (scheduler.py 2546-2547, 3010-3011):
+            # only the ones in this queue leave it.
+            for r in self._held + self._stack:
+                if id(r) in gone:
+                    fair.left(self._s._poolc_attrs[r.request_id])
         self._held = [r for r in self._held if id(r) not in gone]
         self._stack = [r for r in self._stack if id(r) not in gone]
         self._picked = None
@@ -543,6 +688,15 @@ class _PoolcMixin:
         self._poolc_admitted = {}
         self._poolc_took = {}
         self._poolc_saved = []
+        # R30 (`fair`): the service counters, or None (nothing below then changes).
+        self._poolc_fair = _Service(self._poolc.fair) if self._poolc.fair is not None else None
+        if self._poolc_fair is not None and getattr(self, "prefix_replay_tokens", 0):
+            # vLLM then allocates for fewer tokens than it schedules (scheduler.py
+            # 1434: `num_new_tokens - num_replay_tokens`), which is what is charged.
+            raise ConfigError(
+                f"poolc.vllm cannot honour `fair` in pool `{self._poolc.name}`: this model's sliding-window "
+                "prefix replay schedules tokens the plugin cannot see to charge (docs/VLLM.md)"
+            )
         # vLLM decides its victim by `self.policy` alone (scheduler.py 932-970): FCFS
         # takes running[-1] (lifo), PRIORITY the maximum of (priority, arrival_time),
         # which `_poolc_steer` makes the compiled choice.
@@ -560,6 +714,12 @@ class _PoolcMixin:
         def allocate_slots(request, num_new_tokens, *a, **kw):
             self._poolc_restore()
             blocks = vllm_allocate(request, num_new_tokens, *a, **kw)
+            if blocks is not None and num_new_tokens > 0 and self._poolc_fair is not None:
+                # R30: a running request (scheduler.py 914) or a waiting one being
+                # admitted (1435) takes these tokens now: every successful allocation
+                # with tokens is followed by their scheduling.
+                rid = request.request_id
+                self._poolc_fair.charge(rid, self._poolc_attrs[rid], num_new_tokens)
             if request.status == RequestStatus.RUNNING:
                 if blocks is not None:
                     self._poolc_took[request.request_id] = num_new_tokens
@@ -622,12 +782,20 @@ class _PoolcMixin:
         self._poolc_restore()
         self._poolc_took = {}
         self._poolc_now = self._poolc_clock()
+        fair = self._poolc_fair
+        if fair is not None:
+            fair.charged = {}
         try:
             out = super().schedule(*args, **kwargs)
+            if fair is not None:
+                fair.scheduled(out, self.requests)
             if self._poolc_steps is not None:
                 self._poolc_steps.scheduled(start, self._poolc_calls, out, self.requests)
             return out
         finally:
+            if fair is not None:
+                # A preemption outside schedule() (reset_prefix_cache) gives nothing back.
+                fair.charged = {}
             self._poolc_restore()
             self._poolc_calls += 1
             self._poolc_now = self._poolc_clock()
@@ -686,6 +854,8 @@ class _PoolcMixin:
         rid = request.request_id
         if self._poolc_steps is not None:
             self._poolc_steps.left(rid)
+        if self._poolc_fair is not None:
+            self._poolc_fair.gone(rid)
         self._poolc_releasing = (self._poolc_attrs.get(rid, self._poolc.defaults), rid)
         try:
             return super()._free_request(request, *args, **kwargs)
@@ -736,6 +906,9 @@ class _PoolcMixin:
                     row.append(float(self.kv_cache_manager.get_computed_blocks(request)[1]))
             elif name == "enqueued":
                 row.append(self._poolc_when[request.request_id])
+            elif name == "service" and self._poolc_fair is not None:
+                # R30: the current counter of the request's group.
+                row.append(self._poolc_fair.service(self._poolc_fair.group_of(attrs)))
             else:
                 row.append(attrs[name])
         return row
@@ -780,6 +953,11 @@ class _PoolcMixin:
 
     def _preempt_request(self, request, *args, **kwargs):
         self._poolc_restore()
+        if self._poolc_fair is not None:
+            # R30: a victim charged in this step gives its amount back, and catches up
+            # again when re-admitted; both before vLLM requeues it (prepend_request).
+            self._poolc_fair.give_back(request.request_id)
+            self._poolc_fair.gone(request.request_id)
         if self._poolc_took.pop(request.request_id, None) is not None:
             self._poolc_forget_uncomputed(request)
         self._poolc_releasing = (self._poolc_attrs[request.request_id], request.request_id)

@@ -99,9 +99,12 @@ WORKLOAD_KEYS = (
     "burst_gap",
     "num_priorities",
 )
+# Recorded after WORKLOAD_KEYS only when not 1, so that recordings made before the
+# option existed keep their bytes.
+TENANT_KEY = "num_tenants"
 
 # The fields of a workload line; the first five are required.
-WORKLOAD_FIELDS = ("id", "arrival_step", "prompt", "output", "runs", "priority")
+WORKLOAD_FIELDS = ("id", "arrival_step", "prompt", "output", "runs", "priority", "tenant")
 
 
 class RecordError(PoolcError):
@@ -146,12 +149,13 @@ def _prompt_tokens(w):
 def _generate(args):
     """The requests the generator knobs describe, in feed order, and what config.json
     records about them. A request: dict(id, index, arrival_step, prompt, output, runs,
-    priority); ``index`` picks its output tokens."""
+    priority, tenant); ``index`` picks its output tokens."""
     rng = random.Random(args.seed)
-    # Arrivals and priorities draw from streams of their own, so their knobs do not
-    # change the prompts.
+    # Arrivals, priorities and tenants draw from streams of their own, so their knobs
+    # do not change the prompts (nor each other).
     rng_arr = random.Random(args.seed * 1_000_003 + 1)
     rng_pri = random.Random(args.seed * 1_000_003 + 2)
+    rng_ten = random.Random(args.seed * 1_000_003 + 3)
 
     def shared_len(lo, hi):
         n = rng.randint(lo, hi)
@@ -213,7 +217,9 @@ def _generate(args):
         if plen + olen > args.max_model_len:
             olen = args.max_model_len - plen
             clamped += 1
-        reqs.append(dict(id=f"r{i}", index=i, prompt=plen, output=olen, runs=runs, arrival_step=0, priority=0))
+        reqs.append(
+            dict(id=f"r{i}", index=i, prompt=plen, output=olen, runs=runs, arrival_step=0, priority=0, tenant=0)
+        )
 
     t = 0.0
     for i, w in enumerate(reqs):
@@ -228,6 +234,9 @@ def _generate(args):
     if args.num_priorities > 1:
         for w in reqs:
             w["priority"] = rng_pri.randint(0, args.num_priorities - 1)
+    if args.num_tenants > 1:
+        for w in reqs:
+            w["tenant"] = rng_ten.randint(0, args.num_tenants - 1)
     reqs.sort(key=lambda w: (w["arrival_step"], w["index"]))
     info = dict(num_shared_runs=next_id - 1, unique_run_id_base=uniq_base, clamped=clamped)
     return reqs, info
@@ -291,6 +300,9 @@ def _read_workload(args):
         priority = w.get("priority", 0)
         if not _is_int(priority):
             raise bad(lineno, "priority must be an integer")
+        tenant = w.get("tenant", 0)
+        if not _is_int(tenant):
+            raise bad(lineno, "tenant must be an integer")
         runs = w["runs"]
         if not isinstance(runs, list) or not runs:
             raise bad(lineno, "runs must be a non-empty list of [run_id, len]")
@@ -320,6 +332,7 @@ def _read_workload(args):
                 runs=[list(r) for r in runs],
                 arrival_step=w["arrival_step"],
                 priority=priority,
+                tenant=tenant,
             )
         )
     if not reqs:
@@ -350,7 +363,7 @@ def _read_workload(args):
             f"Pass --num-blocks {max(blocks) + 1} (or more)."
         )
 
-    canon = "".join(_workload_line(w, _with_priority(args, reqs)) for w in reqs)
+    canon = "".join(_workload_line(w, _with_priority(args, reqs), _with_tenant(reqs)) for w in reqs)
     info = dict(
         source="file",
         file=os.path.basename(path),
@@ -374,10 +387,18 @@ def _with_priority(args, work):
     return args.policy == "priority" or any(w["priority"] for w in work)
 
 
-def _workload_line(w, with_priority):
+def _with_tenant(work):
+    """Whether workload.jsonl carries tenants, and the requests are given theirs
+    (``extra_args={"poolc.tenant": T}``): whenever a request has a non-zero one."""
+    return any(w["tenant"] for w in work)
+
+
+def _workload_line(w, with_priority, with_tenant):
     rec = dict(id=w["id"], arrival_step=w["arrival_step"], prompt=w["prompt"], output=w["output"], runs=w["runs"])
     if with_priority:
         rec["priority"] = w["priority"]
+    if with_tenant:
+        rec["tenant"] = w["tenant"]
     return json.dumps(rec, separators=(",", ":")) + "\n"
 
 
@@ -620,6 +641,13 @@ def _parser():
     w.add_argument(
         "--num-priorities", type=int, default=1, help="priorities drawn uniformly from 0..K-1 (smaller: more urgent)"
     )
+    w.add_argument(
+        "--num-tenants",
+        type=int,
+        default=1,
+        help="tenants drawn uniformly from 0..N-1, given to the scheduler as "
+        'extra_args {"poolc.tenant": T} (1: none given)',
+    )
     s = ap.add_argument_group("scheduler")
     s.add_argument("--policy", choices=["fcfs", "priority"], default="fcfs")
     s.add_argument("--block-size", type=int, default=16)
@@ -673,6 +701,8 @@ def record(argv):
     args = _parser().parse_args(argv)
     if args.burst_size > 0 and args.arrival_rate > 0:
         raise RecordError("--burst-size and --arrival-rate are exclusive")
+    if args.num_tenants < 1:
+        raise RecordError(f"--num-tenants {args.num_tenants}: want 1 or more")
     if vllm.__version__ != VLLM_VERSION:
         raise RecordError(f"this recorder drives vLLM {VLLM_VERSION}; this environment has {vllm.__version__}")
     additional_config = None
@@ -694,15 +724,19 @@ def record(argv):
     init_none_hash(hash_fn)
     block_hasher = get_request_block_hasher(args.block_size, hash_fn)
     index_of = {w["id"]: w["index"] for w in work}
+    with_tenant = _with_tenant(work)
     vreqs = {}
     for w in work:
+        # A workload with tenants gives each request its own as the session attribute
+        # `tenant` (the plugin reads extra_args; vLLM's own scheduler ignores them).
+        extra = {"extra_args": {"poolc.tenant": w["tenant"]}} if with_tenant else {}
         # arrival_time, the priority policy's second key, is the step the request
         # arrives at (the clock `poolc conform` gives `arrival`): requests fed in one
         # step tie on it, and vLLM orders them by request_id, as text.
         vreqs[w["id"]] = Request(
             request_id=w["id"],
             prompt_token_ids=_prompt_tokens(w),
-            sampling_params=SamplingParams(max_tokens=w["output"], ignore_eos=True),
+            sampling_params=SamplingParams(max_tokens=w["output"], ignore_eos=True, **extra),
             pooling_params=None,
             arrival_time=float(w["arrival_step"]),
             priority=w["priority"],
@@ -735,7 +769,8 @@ def _write_config_and_workload(args, argv, sched, vllm_config, additional_config
     if args.workload:
         workload = dict(winfo, **tokens)
     else:
-        workload = dict({k: getattr(args, k) for k in WORKLOAD_KEYS}, **tokens, **winfo)
+        keys = WORKLOAD_KEYS + ((TENANT_KEY,) if args.num_tenants != 1 else ())
+        workload = dict({k: getattr(args, k) for k in keys}, **tokens, **winfo)
     config = dict(
         format=FORMAT,
         name=args.name,
@@ -752,9 +787,9 @@ def _write_config_and_workload(args, argv, sched, vllm_config, additional_config
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "config.json"), "w", encoding="utf-8") as f:
         f.write(json.dumps(config, indent=1) + "\n")
-    with_priority = _with_priority(args, work)
+    with_priority, with_tenant = _with_priority(args, work), _with_tenant(work)
     with open(os.path.join(args.out_dir, "workload.jsonl"), "w", encoding="utf-8") as f:
-        f.writelines(_workload_line(w, with_priority) for w in work)
+        f.writelines(_workload_line(w, with_priority, with_tenant) for w in work)
 
 
 def step_record(sched, step, arrivals, admitted, cont, preempted, finished, n_sched, n_decode):

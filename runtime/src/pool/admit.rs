@@ -14,6 +14,7 @@ use crate::error::Error;
 use crate::event::{Event, Notice};
 use crate::types::{Header, SessionId, Units};
 
+use super::fair::Entering;
 use super::hits::{HitMemo, collect_hits, hit_counts_watched, register_new};
 use super::holders::{Holder, Links};
 use super::tier::{load_work, tier_run};
@@ -51,6 +52,9 @@ impl Pool {
         }
         let slot = self.queue.push(session, header, now);
         vacant.insert(slot);
+        if let Some(f) = &mut self.fair {
+            f.enter(session, Entering::Arrival, env);
+        }
         if self.queue.is_indexed() {
             self.file_keys(slot, env);
         }
@@ -199,6 +203,9 @@ impl Pool {
         }
         let mut w = self.queue.take(pick);
         self.waiting.remove(&session);
+        if let Some(f) = &mut self.fair {
+            f.leave(session);
+        }
         self.memo = None;
         self.store.watch_stop();
         let mut blocks = self.scratch.spare.pop().unwrap_or_default();

@@ -13,6 +13,7 @@ use crate::event::{Event, Notice};
 use crate::types::{Header, SessionId, Units};
 
 use super::attrs::{attr, live_attrs};
+use super::fair::Entering;
 use super::hits::register_new;
 use super::holders::HolderSlot;
 use super::{Grown, Pool};
@@ -195,6 +196,9 @@ impl Pool {
             }
         };
         self.waiting.insert(session, slot);
+        if let Some(f) = &mut self.fair {
+            f.enter(session, Entering::Requeued, env);
+        }
         self.record(Event::Preempt { session, cached });
         self.notices.push(Notice::Preempted { session });
     }

@@ -32,6 +32,7 @@ mod admit;
 mod attrs;
 mod entry_rows;
 mod evict;
+mod fair;
 mod grow;
 mod hits;
 mod holders;
@@ -57,6 +58,8 @@ use crate::types::{BlockId, BlockKey, EntryId, Limit, SessionId, Units};
 use crate::env::Env;
 
 use attrs::Snapshots;
+pub use fair::Charge;
+use fair::Fair;
 use hits::HitMemo;
 use holders::Holders;
 
@@ -190,6 +193,8 @@ pub struct Pool {
     notices: Vec<Notice>,
     log: Option<Vec<Record>>,
     counters: Counters,
+    /// `fair` (R30): service counters per group.
+    fair: Option<Fair>,
 }
 
 impl Pool {
@@ -250,6 +255,7 @@ impl Pool {
             notices: Vec::new(),
             log: None,
             counters: Counters::default(),
+            fair: config.fair.map(Fair::new),
         })
     }
 

@@ -16,6 +16,7 @@ use crate::types::SessionId;
 
 use super::Pool;
 use super::attrs::{attr, live_attrs};
+use super::fair::Fair;
 use super::hits::hit_counts;
 
 impl Pool {
@@ -63,9 +64,10 @@ impl Pool {
         rows.resize(n * stride, 0.0);
         // Row i by its range, as for entry rows: a key list may read no row slot
         // (only `now`, queries or constants), and every row is then empty.
+        let fair = self.fair.as_ref();
         for (i, w) in self.queue.fifo_iter().enumerate() {
             let row = &mut rows[i * stride..(i + 1) * stride];
-            fill_queue_row(row, &layout.row, w, &self.store, self.block, env);
+            fill_queue_row(row, &layout.row, w, &self.store, self.block, fair, env);
         }
         self.scratch.ctx.clear();
         for input in &layout.ctx {
@@ -107,7 +109,7 @@ impl Pool {
         let row = &mut self.scratch.rows;
         row.clear();
         row.resize(layout.row.len(), 0.0);
-        fill_queue_row(row, &layout.row, w, &self.store, self.block, env);
+        fill_queue_row(row, &layout.row, w, &self.store, self.block, None, env);
         // Fixed keys read no ctx slot (the layout's ctx is empty).
         let row = &self.scratch.rows;
         self.queue
@@ -160,6 +162,7 @@ fn fill_queue_row<E: Env + ?Sized>(
     w: &Waiting,
     store: &Store,
     block: u64,
+    fair: Option<&Fair>,
     env: &E,
 ) {
     // The host is asked once per row, not once per attribute.
@@ -175,6 +178,7 @@ fn fill_queue_row<E: Env + ?Sized>(
             Input::Reserve => w.header.reserve.0 as f64,
             Input::Computed => (hit_counts(store, &w.header, block).0 * block) as f64,
             Input::Enqueued => w.enqueued,
+            Input::Service => fair.map_or(0.0, |f| f.service(w.session, env)),
             other => unreachable!("validated queue row input {other:?}"),
         };
     }

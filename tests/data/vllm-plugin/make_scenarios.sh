@@ -72,3 +72,6 @@ policy q11_lpm lpm "$BLOCKS"
 policy q12_least_computed_preempt least_computed_preempt "$BLOCKS"
 policy q13_pinned_prefix pinned_prefix "$BLOCKS"
 policy q14_ascend_lanes ascend_lanes "$BLOCKS"
+# (q15) VTC (R30): `service` counters per `tenant`, the recorder drawing 3 tenants that
+#       the plugin reads from extra_args (poolc.tenant) and the replay from workload.jsonl.
+policy q15_vtc vtc "$BLOCKS" --num-tenants 3

@@ -23,6 +23,9 @@ pub struct Request {
     pub runs: Vec<(u64, u64)>,
     /// vLLM's request priority (`priority`, 0 when absent): smaller is served first.
     pub priority: i64,
+    /// The request's tenant (`tenant`), given to the plugin as the session attribute
+    /// of that name (R30); `None` when absent: the spec's default applies.
+    pub tenant: Option<i64>,
 }
 
 /// A recorded scenario, read and checked.
@@ -114,7 +117,15 @@ fn lines<'a>(path: &'a Path, text: &'a str) -> impl Iterator<Item = Line<'a>> {
         })
 }
 
-const WORKLOAD_FIELDS: [&str; 6] = ["id", "arrival_step", "prompt", "output", "runs", "priority"];
+const WORKLOAD_FIELDS: [&str; 7] = [
+    "id",
+    "arrival_step",
+    "prompt",
+    "output",
+    "runs",
+    "priority",
+    "tenant",
+];
 
 fn read_workload(path: &Path, s: &Settings) -> Result<Vec<Request>, OracleError> {
     let text = read(path)?;
@@ -213,6 +224,13 @@ fn read_workload(path: &Path, s: &Settings) -> Result<Vec<Request>, OracleError>
                 .as_i64()
                 .ok_or_else(|| err(format!("`priority` {p} is not a whole number")))?,
         };
+        let tenant = match v.get("tenant") {
+            None => None,
+            Some(t) => Some(
+                t.as_i64()
+                    .ok_or_else(|| err(format!("`tenant` {t} is not a whole number")))?,
+            ),
+        };
         requests.push(Request {
             id,
             arrival_step,
@@ -220,6 +238,7 @@ fn read_workload(path: &Path, s: &Settings) -> Result<Vec<Request>, OracleError>
             output,
             runs,
             priority,
+            tenant,
         });
     }
     Ok(requests)

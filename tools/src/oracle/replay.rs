@@ -170,7 +170,8 @@ impl Clock {
 
 /// The workload as the host reads it: arrival time = `arrival_step` (or, under a
 /// plugin's clock, the `schedule()` calls before it times `clock_step`), and one
-/// extra field, `priority` (a spec that declares the attribute reads it).
+/// extra fields, `priority` and, where the recording gives it, `tenant` (R30): a spec
+/// that declares the attribute reads it.
 pub fn workload(scenario: &Scenario) -> Workload {
     let clock = Clock::of_scenario(scenario);
     let sessions = scenario
@@ -189,14 +190,16 @@ pub fn workload(scenario: &Scenario) -> Workload {
                     len: Units(len),
                 })
                 .collect(),
-            extra: vec![(0, r.priority as f64)],
+            extra: std::iter::once((0, r.priority as f64))
+                .chain(r.tenant.map(|t| (1, t as f64)))
+                .collect(),
             name: Some(r.id.clone()),
             line: i as u64 + 1,
         })
         .collect();
     Workload {
         source: scenario.dir.join("workload.jsonl").display().to_string(),
-        fields: vec!["priority".to_string()],
+        fields: vec!["priority".to_string(), "tenant".to_string()],
         sessions,
     }
 }

@@ -177,11 +177,14 @@ impl Host<'_> {
             if allocates {
                 self.after_op(p, io)?;
             }
-            self.steps[m].took.push(Take {
-                s,
-                n: 1,
-                kind: TakeKind::Decode,
-            });
+            self.took(
+                m,
+                Take {
+                    s,
+                    n: 1,
+                    kind: TakeKind::Decode,
+                },
+            );
         }
         self.shared.current = None;
         let st = &mut self.steps[m];

@@ -6,7 +6,7 @@
 
 use crate::env::Env;
 use crate::event::Notice;
-use crate::pool::{Admission, Grown, Hit};
+use crate::pool::{Admission, Charge, Grown, Hit};
 use crate::types::{Header, Limit, SessionId, Units};
 
 use super::super::config::{HostError, IterTime, StepConfig, TakeVar, TimeVar};
@@ -411,7 +411,7 @@ impl Host<'_> {
                     Grown::SelfPreempted => continue,
                 }
             }
-            self.steps[m].took.push(Take { s, n: take, kind });
+            self.took(m, Take { s, n: take, kind });
             *left -= take;
             i += 1;
         }
@@ -437,12 +437,13 @@ impl Host<'_> {
             if pos < *i {
                 *i -= 1;
                 if let Some(k) = st.took.iter().position(|t| t.s == v) {
-                    *left += st.took[k].n;
-                    st.took.remove(k);
+                    let given = st.took.remove(k);
+                    *left += given.n;
+                    self.charge(given, Charge::GiveBack);
                 }
             }
         }
-        st.preempted.push(v);
+        self.steps[m].preempted.push(v);
         self.guard.preempted(v);
         let x = &mut self.shared.sess[v];
         x.state = State::Waiting;
@@ -573,12 +574,16 @@ impl Host<'_> {
         st.remote_admits += usize::from(remote);
         st.residents.push(session);
         if tokens > 0 {
-            st.took.push(Take {
-                s: session,
-                n: tokens,
-                kind: TakeKind::Admit,
-            });
+            self.took(
+                m,
+                Take {
+                    s: session,
+                    n: tokens,
+                    kind: TakeKind::Admit,
+                },
+            );
         }
+        let st = &mut self.steps[m];
         st.admitted.push(Admitted {
             session,
             resumed,
@@ -588,6 +593,26 @@ impl Host<'_> {
             tokens,
         });
         Ok(Some(tokens))
+    }
+
+    /// Session `take.s` takes tokens in `m`'s iteration: the take joins the
+    /// iteration's list and charges its group where the pool is `fair` (R30).
+    pub(super) fn took(&mut self, m: StepIx, take: Take) {
+        self.steps[m].took.push(take);
+        self.charge(take, Charge::Take);
+    }
+
+    /// R30: a take's tokens charged to (or given back from) its session's group.
+    fn charge(&mut self, take: Take, how: Charge) {
+        let p = self.shared.sess[take.s].pool;
+        if !self.pools[p].is_fair() {
+            return;
+        }
+        let (prefill, decode) = match take.kind {
+            TakeKind::Decode => (0, take.n),
+            TakeKind::Cont | TakeKind::Admit => (take.n, 0),
+        };
+        self.pools[p].charge(take.s, prefill, decode, how, &self.shared);
     }
 
     /// R15 steps 3 and 4 at the iteration's end: computed units advance, sequences
