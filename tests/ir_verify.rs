@@ -267,3 +267,42 @@ fn codegen_and_the_bridge_refuse_what_verify_refuses() {
         "{err}"
     );
 }
+
+/// R30: `service` is a queue row of a pool that keeps the counters, and `fair`
+/// groups by an attribute the session has.
+#[test]
+fn r30_service_without_fair_and_a_fair_attribute_out_of_range_are_refused() {
+    let service = Input::Var(Var::Service);
+    let no_fair = problem(|p| kv(p).queue_layout.row.push(service));
+    assert_eq!(no_fair, Problem::ServiceWithoutFair);
+    let fair = ir::Fair {
+        by: AttrId(0),
+        prefill: 1.0,
+        decode: 2.0,
+        weight: None,
+    };
+    let in_entry = problem(|p| {
+        kv(p).fair = Some(fair);
+        kv(p).entry_layout.row.push(service);
+    });
+    assert_eq!(in_entry, Problem::ServiceWithoutFair);
+    let attrs = replicas().session.attrs.len();
+    let beyond = problem(|p| {
+        kv(p).fair = Some(ir::Fair {
+            weight: Some(AttrId(attrs as u32)),
+            ..fair
+        })
+    });
+    assert_eq!(
+        beyond,
+        Problem::AttrOutOfRange {
+            attr: attrs as u32,
+            attrs
+        }
+    );
+    // With `fair`, the same queue slot verifies.
+    let mut p = replicas();
+    kv(&mut p).fair = Some(fair);
+    kv(&mut p).queue_layout.row.push(service);
+    assert!(ir::verify(&p).is_ok());
+}

@@ -711,6 +711,31 @@ fn r28_a_queue_whose_first_telling_key_ages_is_not_warned() {
     );
 }
 
+/// R28 with R30: `service` is passed over (the next key decides) only when `fair`
+/// charges every take something; at a zero price a group served for free never rises.
+#[test]
+fn r28_service_is_passed_over_only_when_both_prices_are_positive() {
+    let warned = |prices: &str, keys: &str| {
+        let src = format!(
+            "session {{ tenant = 0; }} stage e {{ step; }} \
+             pool kv {{ queue by ({keys}); fair tenant ({prices}); admit via e; }}"
+        );
+        let (_, warnings) = poolc::check_with_warnings(&src, &Options::default()).expect("valid");
+        warnings
+            .iter()
+            .map(|w| {
+                let span = w.primary_span().expect("a span");
+                src[span.start as usize..span.end as usize].to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(warned("1, 2", "service, serial"), Vec::<String>::new());
+    // The key after `service` still has to age.
+    assert_eq!(warned("1, 2", "service, tenant"), vec!["tenant"]);
+    assert_eq!(warned("0, 2", "service, serial"), vec!["service"]);
+    assert_eq!(warned("1, 0", "service, serial"), vec!["service"]);
+}
+
 #[test]
 fn r28_fifo_and_enqueue_order_never_starve() {
     let src = "stage e { step; } pool kv { queue fifo; admit via e; } pool k2 { queue by (1); admit via e; }";
