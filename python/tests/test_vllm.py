@@ -233,10 +233,8 @@ def test_a_spec_that_does_not_compile_is_refused(tmp_path):
 def test_the_service_counters_of_fair_on_a_hand_worked_case():
     # R30's bookkeeping (poolc.vllm._Service) as the scheduler drives it, for
     # `fair tenant (1, 2) weight share`, without an engine: the hooks call charge (a
-    # successful allocation), give_back (a victim), arrive/entered/left (the waiting
-    # queues) and scheduled/gone (whether a request's next tokens are decode tokens).
-    from types import SimpleNamespace
-
+    # successful allocation, told whether the request decodes), give_back (a victim)
+    # and arrive/entered/left (the waiting queues).
     fair = poolc.vllm._Service({"by": "tenant", "prefill": 1.0, "decode": 2.0, "weight": "share"})
     a1 = {"tenant": 1.0, "share": 1.0}
     b1 = {"tenant": 2.0, "share": 2.0}
@@ -245,23 +243,19 @@ def test_the_service_counters_of_fair_on_a_hand_worked_case():
     assert fair.counter == {} and fair.waiting == {1.0: 1, 2.0: 1}
     # Step 1: both admitted with their prompts (prefill: not caught up).
     fair.charged = {}
-    fair.charge("a1", a1, 100)  # (1 * 100 + 2 * 0) / 1
+    fair.charge("a1", a1, 100, False)  # (1 * 100 + 2 * 0) / 1
     fair.left(a1)
-    fair.charge("b1", b1, 50)  # (1 * 50 + 2 * 0) / 2
+    fair.charge("b1", b1, 50, False)  # (1 * 50 + 2 * 0) / 2
     fair.left(b1)
-    done = SimpleNamespace(num_computed_tokens=10, num_tokens=10)
-    fair.scheduled(SimpleNamespace(num_scheduled_tokens={"a1": 100, "b1": 50}), {"a1": done, "b1": done})
     assert (fair.service(1.0), fair.service(2.0), fair.waiting) == (100.0, 25.0, {})
-    assert fair.caught_up == {"a1", "b1"}
     # Step 2: both decode one token; b1 is then the victim and gives its amount back.
     fair.charged = {}
-    fair.charge("a1", a1, 1)  # + 2 / 1
-    fair.charge("b1", b1, 1)  # + 2 / 2
+    fair.charge("a1", a1, 1, True)  # + 2 / 1
+    fair.charge("b1", b1, 1, True)  # + 2 / 2
     assert (fair.service(1.0), fair.service(2.0)) == (102.0, 26.0)
     fair.give_back("b1")
-    fair.gone("b1")
     fair.entered(b1)  # back in the queue: counted, never lifted
-    assert (fair.service(2.0), fair.caught_up, fair.waiting) == (25.0, {"a1"}, {2.0: 1})
+    assert (fair.service(2.0), fair.waiting) == (25.0, {2.0: 1})
     fair.give_back("b1")  # given back once only
     assert fair.service(2.0) == 25.0
     # Arrivals: group 1 has nothing waiting, but L = 25 < 102: no lift. A new group 3
@@ -273,14 +267,14 @@ def test_the_service_counters_of_fair_on_a_hand_worked_case():
     # A group with a request waiting is not lifted; a recompute after the preemption
     # is charged as prefill again.
     fair.charged = {}
-    fair.charge("b1", b1, 4)  # (1 * 4) / 2
+    fair.charge("b1", b1, 4, False)  # (1 * 4) / 2
     assert fair.service(2.0) == 27.0
     fair.arrive({"tenant": 3.0, "share": 1.0})
     assert fair.service(3.0) == 25.0 and fair.waiting[3.0] == 2
     # Groups: -0 is +0, every NaN is one group; a zero weight divides as IEEE does.
     assert fair.group(-0.0) == 0.0 and str(fair.group(-0.0)) == "0.0"
     assert fair.group(float("nan")) == fair.group(-float("nan"))
-    fair.charge("z", {"tenant": float("nan"), "share": 0.0}, 3)
+    fair.charge("z", {"tenant": float("nan"), "share": 0.0}, 3, False)
     assert fair.service(fair.group(float("nan"))) == float("inf")
 
 

@@ -327,14 +327,15 @@ impl Verifier<'_> {
             }
         }
         let service = Input::Var(Var::Service);
-        let in_queue = pool.queue_layout.row.iter().chain(&pool.queue_layout.ctx);
-        let elsewhere = pool.entry_layout.row.iter().chain(&pool.entry_layout.ctx);
-        let elsewhere = elsewhere.chain(&pool.resident_layout.row);
-        let elsewhere = elsewhere.chain(&pool.resident_layout.ctx);
-        if elsewhere.clone().any(|&i| i == service)
-            || pool.queue_layout.ctx.contains(&service)
-            || (pool.fair.is_none() && in_queue.clone().any(|&i| i == service))
-        {
+        let misplaced = [
+            &pool.queue_layout.ctx,
+            &pool.entry_layout.row,
+            &pool.entry_layout.ctx,
+            &pool.resident_layout.row,
+            &pool.resident_layout.ctx,
+        ];
+        let unkept = pool.fair.is_none() && pool.queue_layout.row.contains(&service);
+        if unkept || misplaced.iter().any(|l| l.contains(&service)) {
             return Err(fail(&at("fair"), Problem::ServiceWithoutFair));
         }
         if let Some(route) = &pool.route {

@@ -287,7 +287,6 @@ class _Service:
         self.counter = {}  # group -> c (a group without one is at +0.0)
         self.waiting = {}  # group -> requests in the waiting queues (> 0 only)
         self.charged = {}  # request id -> (group, amount) charged in this schedule() call
-        self.caught_up = set()  # request ids that sampled since their latest admission
 
     @staticmethod
     def group(value):
@@ -305,12 +304,12 @@ class _Service:
         """`service` in a queue row: the group's current counter."""
         return self.counter.get(group, 0.0)
 
-    def charge(self, rid, attrs, tokens):
-        """A request takes ``tokens`` in this step: prefill tokens if it is catching
-        up, decode tokens if it sampled since its latest admission."""
+    def charge(self, rid, attrs, tokens, decoding):
+        """A request takes ``tokens`` in this step: decode tokens if ``decoding`` (it
+        sampled since its latest admission), else prefill tokens (catching up)."""
         group = self.group_of(attrs)
         w = float(attrs[self.weight]) if self.weight is not None else 1.0
-        if rid in self.caught_up:
+        if decoding:
             prefill, decode = 0.0, float(tokens)
         else:
             prefill, decode = float(tokens), 0.0
@@ -352,19 +351,6 @@ class _Service:
             self.waiting[group] = n
         else:
             self.waiting.pop(group, None)
-
-    def scheduled(self, out, requests):
-        """After ``schedule()``: every scheduled request whose known tokens are all
-        computed samples in this step, so its next tokens are decode tokens (the step
-        log's `caught_up`); this call's charges are final."""
-        for rid in out.num_scheduled_tokens:
-            r = requests[rid]
-            if r.num_computed_tokens >= r.num_tokens:
-                self.caught_up.add(rid)
-
-    def gone(self, rid):
-        """A request preempted or freed: when it runs again it catches up first."""
-        self.caught_up.discard(rid)
 
 
 class _PoolQueue(RequestQueue):
@@ -614,7 +600,6 @@ class _StepLog:
     def __init__(self, path, sched):
         self._f = open(path, "w", encoding="utf-8", buffering=1)
         self._pending = {}  # id(SchedulerOutput) -> (start, step, rows)
-        self._caught_up = set()  # requests that sampled since their latest admission
         cfg = sched.scheduler_config
         header = dict(
             format=self.FORMAT,
@@ -639,18 +624,15 @@ class _StepLog:
         except OSError as e:
             raise ConfigError(f"poolc.vllm: cannot write the step log {path!r}: {e}") from e
 
-    def scheduled(self, start, step, out, requests):
-        """After ``schedule()`` returned ``out``: its rows, kept until its update."""
+    def scheduled(self, start, step, out, requests, caught_up):
+        """After ``schedule()`` returned ``out``: its rows, kept until its update;
+        ``caught_up`` the requests decoding in it (the scheduler's, before the step)."""
         rows = []
         for rid, n in out.num_scheduled_tokens.items():
             r = requests[rid]
             # vLLM has already advanced num_computed_tokens by the scheduled tokens.
             before = r.num_computed_tokens - n
-            rows.append([n, before, r.num_prompt_tokens, 1 if rid in self._caught_up else 0])
-            if r.num_computed_tokens >= r.num_tokens:
-                # Every known token is computed: it samples this step, and its next
-                # tokens are decode tokens (the host's `caught_up`).
-                self._caught_up.add(rid)
+            rows.append([n, before, r.num_prompt_tokens, 1 if rid in caught_up else 0])
         if rows:
             self._pending[id(out)] = (start, step, rows)
 
@@ -661,10 +643,6 @@ class _StepLog:
         start, step, rows = got
         line = dict(step=step, seconds=round(end - start, 9), reqs=rows)
         self._f.write(json.dumps(line, separators=(",", ":")) + "\n")
-
-    def left(self, rid):
-        """A request preempted or freed: when it runs again it catches up first."""
-        self._caught_up.discard(rid)
 
     def close(self):
         self._f.close()
@@ -688,6 +666,9 @@ class _PoolcMixin:
         self._poolc_admitted = {}
         self._poolc_took = {}
         self._poolc_saved = []
+        # Requests that sampled since their latest admission: their next tokens are
+        # decode tokens (the host's `caught_up`), for the step log and for R30.
+        self._poolc_caught_up = set()
         # R30 (`fair`): the service counters, or None (nothing below then changes).
         self._poolc_fair = _Service(self._poolc.fair) if self._poolc.fair is not None else None
         if self._poolc_fair is not None and getattr(self, "prefix_replay_tokens", 0):
@@ -719,7 +700,8 @@ class _PoolcMixin:
                 # admitted (1435) takes these tokens now: every successful allocation
                 # with tokens is followed by their scheduling.
                 rid = request.request_id
-                self._poolc_fair.charge(rid, self._poolc_attrs[rid], num_new_tokens)
+                decoding = rid in self._poolc_caught_up
+                self._poolc_fair.charge(rid, self._poolc_attrs[rid], num_new_tokens, decoding)
             if request.status == RequestStatus.RUNNING:
                 if blocks is not None:
                     self._poolc_took[request.request_id] = num_new_tokens
@@ -787,10 +769,13 @@ class _PoolcMixin:
             fair.charged = {}
         try:
             out = super().schedule(*args, **kwargs)
-            if fair is not None:
-                fair.scheduled(out, self.requests)
             if self._poolc_steps is not None:
-                self._poolc_steps.scheduled(start, self._poolc_calls, out, self.requests)
+                self._poolc_steps.scheduled(start, self._poolc_calls, out, self.requests, self._poolc_caught_up)
+            for rid in out.num_scheduled_tokens:
+                r = self.requests[rid]
+                if r.num_computed_tokens >= r.num_tokens:
+                    # Every known token is computed: it samples this step.
+                    self._poolc_caught_up.add(rid)
             return out
         finally:
             if fair is not None:
@@ -852,10 +837,7 @@ class _PoolcMixin:
 
     def _free_request(self, request, *args, **kwargs):
         rid = request.request_id
-        if self._poolc_steps is not None:
-            self._poolc_steps.left(rid)
-        if self._poolc_fair is not None:
-            self._poolc_fair.gone(rid)
+        self._poolc_caught_up.discard(rid)
         self._poolc_releasing = (self._poolc_attrs.get(rid, self._poolc.defaults), rid)
         try:
             return super()._free_request(request, *args, **kwargs)
@@ -954,15 +936,14 @@ class _PoolcMixin:
     def _preempt_request(self, request, *args, **kwargs):
         self._poolc_restore()
         if self._poolc_fair is not None:
-            # R30: a victim charged in this step gives its amount back, and catches up
-            # again when re-admitted; both before vLLM requeues it (prepend_request).
+            # R30: a victim charged in this step gives its amount back before vLLM
+            # requeues it (prepend_request).
             self._poolc_fair.give_back(request.request_id)
-            self._poolc_fair.gone(request.request_id)
         if self._poolc_took.pop(request.request_id, None) is not None:
             self._poolc_forget_uncomputed(request)
         self._poolc_releasing = (self._poolc_attrs[request.request_id], request.request_id)
-        if self._poolc_steps is not None:
-            self._poolc_steps.left(request.request_id)
+        # When it runs again it catches up first.
+        self._poolc_caught_up.discard(request.request_id)
         return super()._preempt_request(request, *args, **kwargs)
 
     def _poolc_forget_uncomputed(self, request):

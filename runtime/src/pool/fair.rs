@@ -154,9 +154,4 @@ impl Pool {
             f.charge(session, prefill, decode, how, env);
         }
     }
-
-    /// Whether the pool keeps service counters (R30): the host charges only then.
-    pub fn is_fair(&self) -> bool {
-        self.fair.is_some()
-    }
 }

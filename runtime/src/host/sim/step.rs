@@ -602,12 +602,10 @@ impl Host<'_> {
         self.charge(take, Charge::Take);
     }
 
-    /// R30: a take's tokens charged to (or given back from) its session's group.
+    /// R30: a take's tokens charged to (or given back from) its session's group (a
+    /// pool without `fair` ignores it).
     fn charge(&mut self, take: Take, how: Charge) {
         let p = self.shared.sess[take.s].pool;
-        if !self.pools[p].is_fair() {
-            return;
-        }
         let (prefill, decode) = match take.kind {
             TakeKind::Decode => (0, take.n),
             TakeKind::Cont | TakeKind::Admit => (take.n, 0),
