@@ -154,4 +154,10 @@ impl Pool {
             f.charge(session, prefill, decode, how, env);
         }
     }
+
+    /// Whether the pool keeps service counters (R30): a host with none of them
+    /// need not call [`Pool::charge`] at every take.
+    pub fn is_fair(&self) -> bool {
+        self.fair.is_some()
+    }
 }

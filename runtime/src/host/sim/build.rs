@@ -160,6 +160,7 @@ impl<'w> Host<'w> {
             .keys()
             .any(|p| info[p].is_tier && pools[p].snapshots_attrs());
         shared.keep_names = pools.keys().any(|p| pools[p].ties_by_id());
+        let charges = pools.keys().any(|p| pools[p].is_fair());
         let mut host = Host {
             src_name: src.source().to_string(),
             // No field is known before the first session is read (`pull`).
@@ -197,6 +198,7 @@ impl<'w> Host<'w> {
             guard: Guard::new(0),
             run_ahead: false,
             ahead: 0,
+            charges,
         };
         for p in host.pools.keys() {
             host.refresh(p);

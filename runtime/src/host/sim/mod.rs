@@ -288,6 +288,9 @@ pub struct Host<'w> {
     /// iterations were.
     run_ahead: bool,
     ahead: u64,
+    /// Whether some pool keeps service counters (R30): takes are charged only then,
+    /// so a spec without `fair` pays nothing per take.
+    charges: bool,
 }
 
 impl Host<'_> {

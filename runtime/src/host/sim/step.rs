@@ -439,7 +439,9 @@ impl Host<'_> {
                 if let Some(k) = st.took.iter().position(|t| t.s == v) {
                     let given = st.took.remove(k);
                     *left += given.n;
-                    self.charge(given, Charge::GiveBack);
+                    if self.charges {
+                        self.charge(given, Charge::GiveBack);
+                    }
                 }
             }
         }
@@ -599,7 +601,9 @@ impl Host<'_> {
     /// iteration's list and charges its group where the pool is `fair` (R30).
     pub(super) fn took(&mut self, m: StepIx, take: Take) {
         self.steps[m].took.push(take);
-        self.charge(take, Charge::Take);
+        if self.charges {
+            self.charge(take, Charge::Take);
+        }
     }
 
     /// R30: a take's tokens charged to (or given back from) its session's group (a
