@@ -189,6 +189,7 @@ fn input(i: ir::Input, site: PoolSite, member: u32) -> poolrt::Input {
             Var::Size => R::Size,
             Var::Last => R::Last,
             Var::Waiting => R::Waiting,
+            Var::Hits => R::Hits,
             Var::Now => R::Now,
             Var::Admitted => R::Admitted,
             Var::Service => R::Service,

@@ -352,7 +352,7 @@ fn manifest_gives_format_pools_layouts_keys_and_read_sets() {
     let m = manifest::parse(&text).expect("the manifest is JSON");
     let s = |v: &str| manifest::Json::String(v.into());
     let n = |v: &str| manifest::Json::Number(v.into());
-    assert_eq!(m.get("format"), Some(&n("7")));
+    assert_eq!(m.get("format"), Some(&n("8")));
     let manifest::Json::Array(pools) = m.get("pools").expect("pools") else {
         panic!("pools is an array")
     };

@@ -61,12 +61,12 @@ const PREEMPT_NAMES: [&str; 12] = [
     "cap(kv)",
 ];
 /// Names an evict key may read.
-const ENTRY_NAMES: [&str; 8] = [
-    "priority", "tenant", "serial", "arrival", "size", "age", "last", "waiting",
+const ENTRY_NAMES: [&str; 9] = [
+    "priority", "tenant", "serial", "arrival", "size", "age", "last", "waiting", "hits",
 ];
 /// Names a spill predicate may read: an evict key's and `units` (the units written).
-const SPILL_NAMES: [&str; 9] = [
-    "priority", "tenant", "serial", "arrival", "size", "age", "last", "waiting", "units",
+const SPILL_NAMES: [&str; 10] = [
+    "priority", "tenant", "serial", "arrival", "size", "age", "last", "waiting", "hits", "units",
 ];
 const BINARY: [&str; 13] = [
     "+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||",
@@ -104,7 +104,7 @@ fn expr(names: &'static [&'static str]) -> BoxedStrategy<String> {
 fn work() -> BoxedStrategy<String> {
     let leaf = proptest::sample::select(
         &[
-            "units", "size", "age", "waiting", "priority", "serial", "1", "2", "0.5",
+            "units", "size", "age", "waiting", "hits", "priority", "serial", "1", "2", "0.5",
         ][..],
     )
     .prop_map(String::from);

@@ -162,14 +162,14 @@ fn a_mutated_manifest_is_refused_with_its_reason() {
         std::fs::write(&path, b).unwrap();
         refuse(&path, &program)
     };
-    let e = mutate("\"format\": 7,", "\"format\": 9,");
+    let e = mutate("\"format\": 8,", "\"format\": 9,");
     assert!(
         matches!(&e, LoadError::Format { found, .. } if found == "9"),
         "{e}"
     );
-    let e = mutate("\"format\": 7,", "\"format\"; 4,");
+    let e = mutate("\"format\": 8,", "\"format\"; 4,");
     assert!(matches!(e, LoadError::Unparsable { .. }), "{e}");
-    let e = mutate("\"format\": 7,", "\"formal\": 7,");
+    let e = mutate("\"format\": 8,", "\"formal\": 8,");
     assert!(matches!(e, LoadError::BadManifest { .. }), "{e}");
     // A slot layout that names another input: the library reads other slots.
     let e = mutate("\"prompt\"", "\"promPt\"");

@@ -125,6 +125,8 @@ ui_cases! {
     r30_fair_not_admitted,
     r30_fair_weight_unknown,
     r30_service_without_fair,
+    r31_preempt_reads_hits,
+    r31_queue_reads_hits,
     s1_cap_draws,
     s1_cap_reads_attribute,
     s1_evict_draws,

@@ -205,8 +205,8 @@ int main(int argc, char **argv) {
   struct json m;
   jvalue(&m, 0);
   const struct json *format = jget(&m, "format");
-  if (!format || format->type != J_NUM || format->num != 7) die("manifest", "not format 7");
-  printf("manifest: format 7, %llu bytes, target %s\n", (unsigned long long)len,
+  if (!format || format->type != J_NUM || format->num != 8) die("manifest", "not format 8");
+  printf("manifest: format 8, %llu bytes, target %s\n", (unsigned long long)len,
          jstr(jget(&m, "target"), "target"));
 
   const struct json *pools = jget(&m, "pools"), *pool = NULL;

@@ -62,13 +62,14 @@ const PREEMPT: [&str; 16] = [
     "residents(engine)",
 ];
 /// Names an evict key may read.
-const ENTRY: [&str; 10] = [
-    "priority", "tenant", "prompt", "serial", "arrival", "size", "age", "last", "waiting", "p",
+const ENTRY: [&str; 11] = [
+    "priority", "tenant", "prompt", "serial", "arrival", "size", "age", "last", "waiting", "hits",
+    "p",
 ];
 /// Names spill `work` and `when` may read: an evict key's and `units`.
-const SPILL: [&str; 11] = [
-    "priority", "tenant", "prompt", "serial", "arrival", "size", "age", "last", "waiting", "p",
-    "units",
+const SPILL: [&str; 12] = [
+    "priority", "tenant", "prompt", "serial", "arrival", "size", "age", "last", "waiting", "hits",
+    "p", "units",
 ];
 /// Names a stage `time` may read.
 const TIME: [&str; 6] = ["tokens", "prefill", "decode", "residents", "context", "p"];

@@ -278,6 +278,61 @@ def test_the_service_counters_of_fair_on_a_hand_worked_case():
     assert fair.service(fair.group(float("nan"))) == float("inf")
 
 
+def test_the_hit_counts_of_lfu_on_a_hand_worked_case():
+    # R31 in the plugin's free-block queue (poolc.vllm._KeyedFreeQueue) with
+    # examples/policies/lfu.pool's compiled `evict by (hits, last)`, without an engine:
+    # the scheduler's frees (append_n, tail first) make entries, BlockPool.touch
+    # (wrapped by _count_touches) counts hits, popleft evicts.
+    class Block:
+        def __init__(self, i):
+            self.block_id, self.block_hash, self.is_null, self.ref_cnt = i, None, False, 0
+
+    class Sched:
+        _poolc = poolc.vllm._Policy({"spec": str(ROOT / "examples" / "policies" / "lfu.pool")})
+        block_size = 16
+        _poolc_releasing = ({}, None)
+        _poolc_now = 0.0
+
+        def _poolc_ctx(self, keys):
+            return []
+
+    class Old:
+        def get_all_free_blocks(self):
+            return []
+
+    class BlockPool:
+        def touch(self, blocks):  # vLLM's: a free block leaves the queue, ref_cnt + 1
+            for b in blocks:
+                if b.ref_cnt == 0:
+                    self.free_block_queue.remove(b)
+                b.ref_cnt += 1
+
+    sched, pool = Sched(), BlockPool()
+    free = pool.free_block_queue = poolc.vllm._KeyedFreeQueue(sched, Old())
+    poolc.vllm._count_touches(pool, free)
+    b = [Block(i) for i in range(5)]
+    for x in b[1:]:
+        x.block_hash = x.block_id
+
+    def release(now, blocks):  # a request frees its blocks, tail first
+        sched._poolc_now = now
+        for x in blocks:
+            x.ref_cnt = 0
+        free.append_n(list(reversed(blocks)))
+
+    release(1.0, [b[1], b[2]])  # entry E1 = [b1 b2], counts 0
+    pool.touch([b[1], b[2]])  # a request's computed prefix: b1, b2 count 1 (E1 gone)
+    release(1.5, [b[1]])  # E3 = [b1], count 1; b2 stays held (count 1)
+    release(2.0, [b[3], b[4]])  # E2 = [b3 b4], counts 0
+    pool.touch([b[2]])  # held: shared, count 2, still not in the queue
+    assert free._hits == {1: 1, 2: 2}
+    # Keys (hits, last) of the tails: E3 (1, 1.5), E2 (0, 2.0): E2 goes first, tail
+    # first, although E3 is older (LRU would pop b1 first).
+    assert [free.popleft().block_id for _ in range(3)] == [4, 3, 1]
+    # Popped for new content: the count ends with it.
+    assert free._hits == {2: 2} and free.num_free_blocks == 0
+
+
 def test_a_spec_without_fair_keeps_no_service_counters(tmp_path):
     spec = tmp_path / "s.pool"
     spec.write_text("session { prompt; output; } stage e { step; } pool kv { preempt lifo; admit via e; }")

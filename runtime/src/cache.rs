@@ -52,6 +52,8 @@ struct Block {
     next: BlockId,
     /// The next later-registered copy with the same key (registration order).
     next_dup: BlockId,
+    /// Admissions whose hit took this block since it was allocated here (R31).
+    hits: u32,
 }
 
 impl Block {
@@ -63,6 +65,7 @@ impl Block {
             prev: NO_BLOCK,
             next: NO_BLOCK,
             next_dup: NO_BLOCK,
+            hits: 0,
         }
     }
 }
@@ -364,6 +367,19 @@ impl Store {
         let block = self.block_mut(b);
         debug_assert!(block.refs > 0, "sharing a block nobody holds");
         block.refs += 1;
+    }
+
+    /// One more admission whose hit took `b` (R31): counted whether it was shared
+    /// or claimed, kept while the block is held or cached, lost when it is freed.
+    pub fn count_hit(&mut self, b: BlockId) {
+        let block = self.block_mut(b);
+        block.hits = block.hits.saturating_add(1);
+    }
+
+    /// R31 `hits`: the count of the entry's tail block, the block an Evict moment
+    /// on it removes.
+    pub fn tail_hits(&self, slot: EntrySlot) -> u32 {
+        self.block(self.entry(slot).tail).hits
     }
 
     /// A cached block taken by a hit (R11): it leaves its entry and is held once.

@@ -76,6 +76,8 @@ pub enum Input {
     Last,
     /// Entry row: waiting holds whose chain reaches into the entry.
     Waiting,
+    /// Entry row: the hits the entry's tail block has served (R31).
+    Hits,
     /// Ctx: the simulation time.
     Now,
     /// Entry ctx: `units` of a spill `work`/`when` (the units the eviction writes).
@@ -301,7 +303,7 @@ fn allowed(site: Site, ctx: bool, input: Input) -> bool {
             )
         }
         (Site::Queue, true) => matches!(input, Now | Query(_)),
-        (Site::Entry, false) => matches!(input, Attr(_) | Size | Last | Waiting),
+        (Site::Entry, false) => matches!(input, Attr(_) | Size | Last | Waiting | Hits),
         (Site::Entry, true) => matches!(input, Now | SpillUnits),
         (Site::Resident, false) => matches!(input, Attr(_) | Units | Computed | Admitted),
         (Site::Resident, true) => matches!(input, Now | Query(_)),

@@ -41,6 +41,8 @@ enum EvictKind {
     Priority,
     Waiting,
     MostWaited,
+    Lfu,
+    MostHit,
     Mru,
     AllNan,
 }
@@ -80,7 +82,8 @@ struct TierSetup {
     cap: Option<u64>,
     /// Lru, Mru, AllNan (leaving the order to the tier's release order, where
     /// entries are placed by their blocks' release time), Priority (an attribute, so
-    /// the tier's snapshots, S3) or Waiting (always 0 in a tier, which has no queue).
+    /// the tier's snapshots, S3), Waiting (always 0 in a tier, which has no queue) or
+    /// Lfu and MostHit (R31: counted in a tier by the tier loads).
     evict: EvictKind,
     /// Every write completes right after the operation that spilled it; else only
     /// at `WriteDone`, so later spills and evictions happen in between.
@@ -101,6 +104,8 @@ fn tier_setup() -> impl Strategy<Value = (Option<(u64, u64)>, EvictKind, bool, b
             Just(EvictKind::AllNan),
             Just(EvictKind::Priority),
             Just(EvictKind::Waiting),
+            Just(EvictKind::Lfu),
+            Just(EvictKind::MostHit),
         ],
         any::<bool>(),
         proptest::bool::weighted(0.7),
@@ -124,6 +129,8 @@ fn setup() -> impl Strategy<Value = Setup> {
             Just(EvictKind::Priority),
             Just(EvictKind::Waiting),
             Just(EvictKind::MostWaited),
+            Just(EvictKind::Lfu),
+            Just(EvictKind::MostHit),
             Just(EvictKind::Mru),
             Just(EvictKind::AllNan),
         ],
@@ -185,6 +192,8 @@ fn evict_policy(k: EvictKind) -> EvictPolicy {
         EvictKind::Priority => evict_by_priority(),
         EvictKind::Waiting => evict_by_waiting(),
         EvictKind::MostWaited => evict_most_waited(),
+        EvictKind::Lfu => evict_lfu(),
+        EvictKind::MostHit => evict_most_hit(),
         EvictKind::Mru => evict_mru(),
         EvictKind::AllNan => evict_all_nan(),
     }
@@ -363,7 +372,7 @@ proptest! {
 /// a differential test is only as good as the paths it drives.
 #[test]
 fn the_generator_reaches_every_event() {
-    const SEQUENCES: usize = 400;
+    const SEQUENCES: usize = 1000;
     use proptest::strategy::ValueTree;
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let strategy = (setup(), proptest::collection::vec(op(), 1..200));
@@ -421,6 +430,6 @@ fn the_generator_reaches_every_event() {
         "tier-load partial",
     ] {
         let n = seen.kinds.get(kind).copied().unwrap_or(0);
-        assert!(n >= 1, "no `{kind}` in 300 sequences: {seen:?}");
+        assert!(n >= 1, "no `{kind}` in {SEQUENCES} sequences: {seen:?}");
     }
 }

@@ -1133,9 +1133,9 @@ fn r12_tier_hits_come_only_from_the_pool_spilled_into() {
         p.accept_spill(0.0, s(9), key(1, 1), 0.0, &w.env).unwrap();
         p
     };
-    let (tier, other) = (holder(1), holder(2));
+    let (mut tier, mut other) = (holder(1), holder(2));
     w.enqueue_only(1, hdr(4, &[(1, 4)]));
-    let found = |w: &mut World, t: &Pool| {
+    let found = |w: &mut World, t: &mut Pool| {
         let mut seen = None;
         let r = w.pool.admit_next_tiered(1.0, &w.env, Some(t), |_, hit, _| {
             seen = Some(hit);
@@ -1144,8 +1144,8 @@ fn r12_tier_hits_come_only_from_the_pool_spilled_into() {
         assert_eq!(r, Ok(Admission::Declined));
         seen.expect("asked")
     };
-    assert_eq!(found(&mut w, &other).tier, Units(0));
-    assert_eq!(found(&mut w, &tier).tier, Units(2));
+    assert_eq!(found(&mut w, &mut other).tier, Units(0));
+    assert_eq!(found(&mut w, &mut tier).tier, Units(2));
 }
 
 // ----- R13 ------------------------------------------------------------------------
@@ -1705,4 +1705,150 @@ fn layouts_are_validated() {
         Pool::new(zero),
         Err(poolrt::ConfigError::ZeroBlock)
     ));
+}
+
+// ----- R31 ------------------------------------------------------------------------
+
+#[test]
+fn r31_a_partial_hit_counts_only_the_blocks_it_takes() {
+    // evict by (hits, last), blocks of 1, cap 6.
+    // t0: s1 caches run 1 (3 blocks): entry 0 = [1.0 1.1 1.2], counts 0 0 0.
+    // t1: s3 asks for 2 units of run 1: its hit takes 1.0 and 1.1 (counts 1 1) from
+    //     the head of entry 0 (R11), which keeps 1.2 at 0; s3 releases: entry 1 =
+    //     [1.0 1.1], tail count 1.
+    // t2: s2 caches run 2 (3 blocks): entry 2 = [2.0 2.1 2.2], counts 0.
+    // t3: s4 needs 4 fresh blocks with 6 cached: 4 Evict moments. Keys: entry 0
+    //     (0, t0), entry 1 (1, t1), entry 2 (0, t2): 1.2 goes, then entry 2 tail
+    //     first. LRU would take entry 1 second, the one that was hit.
+    let mut w = World::with(PoolConfig {
+        evict: evict_lfu(),
+        ..capped(6)
+    });
+    w.cache(1, hdr(3, &[(1, 3)]));
+    w.at(1.0);
+    w.cache(3, hdr(2, &[(1, 3)]));
+    w.at(2.0);
+    w.cache(2, hdr(3, &[(2, 3)]));
+    w.at(3.0);
+    w.events();
+    w.enqueue(4, hdr(4, &[(4, 4)]));
+    assert_eq!(
+        w.evicted_keys(),
+        vec![
+            (0, key(1, 2)),
+            (2, key(2, 2)),
+            (2, key(2, 1)),
+            (2, key(2, 0))
+        ]
+    );
+}
+
+#[test]
+fn r31_a_shared_hit_counts_and_the_count_survives_the_release() {
+    // evict by (hits, last), blocks of 1, cap 4.
+    // t0: s1 is admitted for run 1 (2 blocks) and computes them; s2 asks for the same
+    //     2 units: its hit shares both (R7), counts 1 1. s1 releases (s2 still holds
+    //     them: no entry), then s2: entry 0 = [1.0 1.1], counts 1 1, at t0.
+    // t1: s3 caches run 3 (2 blocks): entry 1, counts 0 0, at t1.
+    // t2: s4 needs 2 fresh blocks: entry 1 (0, t1) goes before entry 0 (1, t0), tail
+    //     first, where LRU would take the older entry 0.
+    let mut w = World::with(PoolConfig {
+        evict: evict_lfu(),
+        ..capped(4)
+    });
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.compute(1, 2);
+    w.enqueue(2, hdr(2, &[(1, 2)]));
+    assert_eq!(w.admits(), vec![(1, 0), (2, 2)]);
+    w.release(1);
+    w.compute(2, 2);
+    w.release(2);
+    w.at(1.0);
+    w.cache(3, hdr(2, &[(3, 2)]));
+    w.at(2.0);
+    w.events();
+    w.enqueue(4, hdr(2, &[(4, 2)]));
+    assert_eq!(w.evicted_keys(), vec![(1, key(3, 1)), (1, key(3, 0))]);
+}
+
+#[test]
+fn r31_an_evicted_block_is_counted_again_from_zero() {
+    // evict by (-hits, last): the most hit first. Blocks of 1, cap 2.
+    // t0: s1 caches 1.0 (block b0, count 0), entry 0. t1: s2 hits it (count 1) and
+    //     releases: entry 1 = [1.0], count 1.  t2: s3 caches 3.0: entry 2, count 0.
+    // t3: s4 needs a block: entry 1 (-1) goes; its physical block is freed and s4
+    //     gets it again for 4.0: entry 3, count 0 (not 1: the count ended with the
+    //     content).  t4: s5 needs a block: entries 2 and 3 tie at 0, the older
+    //     (entry 2) goes.
+    let mut w = World::with(PoolConfig {
+        evict: evict_most_hit(),
+        ..capped(2)
+    });
+    w.cache(1, hdr(1, &[(1, 1)]));
+    w.at(1.0);
+    w.cache(2, hdr(1, &[(1, 1)]));
+    w.at(2.0);
+    w.cache(3, hdr(1, &[(3, 1)]));
+    w.at(3.0);
+    w.events();
+    w.cache(4, hdr(1, &[(4, 1)]));
+    assert_eq!(w.evicted_keys(), vec![(1, key(1, 0))]);
+    w.at(4.0);
+    w.cache(5, hdr(1, &[(5, 1)]));
+    assert_eq!(w.evicted_keys(), vec![(2, key(3, 0))]);
+}
+
+#[test]
+fn r31_a_tier_load_counts_in_the_tier() {
+    // The tier (pool 1, cap 2 blocks of 1, evict by (-hits, last)) holds 5.0
+    // (session 9, released at 0) and 1.0 (session 8, released at 0.5), counts 0.
+    // s1 asks kv for 1 unit of run 1: nothing here, 1.0 in the tier; it is loaded
+    // (TierLoad of 1 unit) and counts one hit there. A third block written into
+    // the tier takes the most hit: 1.0 (without the count, the tie would take the
+    // older 5.0).
+    let mut w = World::with(PoolConfig {
+        spill: Some(spill_policy(true)),
+        ..capped(4)
+    });
+    let mut tier = Pool::new(PoolConfig {
+        me: poolrt::PoolRef { pool: 1, member: 0 },
+        evict: evict_most_hit(),
+        ..capped(2)
+    })
+    .unwrap();
+    tier.set_logging(true);
+    tier.accept_spill(0.0, s(9), key(5, 0), 0.0, &w.env)
+        .unwrap();
+    tier.accept_spill(0.5, s(8), key(1, 0), 0.5, &w.env)
+        .unwrap();
+    w.enqueue_only(1, hdr(1, &[(1, 1)]));
+    let r = w
+        .pool
+        .admit_next_tiered(1.0, &w.env, Some(&mut tier), |_, hit, _| {
+            Some(Units(hit.local.0 + hit.tier.0))
+        })
+        .unwrap();
+    assert!(matches!(r, Admission::Admitted { .. }), "{r:?}");
+    assert!(
+        w.pool.notices().iter().any(|n| matches!(
+            n,
+            Notice::TierLoad {
+                units: Units(1),
+                ..
+            }
+        )),
+        "the tier hit is loaded"
+    );
+    tier.take_log();
+    tier.accept_spill(2.0, s(7), key(7, 0), 1.5, &w.env)
+        .unwrap();
+    let evicted: Vec<BlockKey> = tier
+        .take_log()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::Evict { key, .. } => Some(key),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(evicted, vec![key(1, 0)]);
 }

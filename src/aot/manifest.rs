@@ -27,7 +27,7 @@ use crate::ir::{
 /// The version of the manifest layout; a loader refuses any other. Bump it when a
 /// field changes meaning or disappears (adding fields is also a bump: loaders
 /// compare manifests whole).
-pub const FORMAT: u32 = 7;
+pub const FORMAT: u32 = 8;
 
 /// The manifest of `program` as built for `target` with `prefix`: JSON, one field
 /// per line, deterministic (the same program always gives the same bytes).

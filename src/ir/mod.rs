@@ -202,10 +202,13 @@ pub enum Var {
     /// Queue keys of a pool with `fair` (R30): the service counter of the hold's
     /// group.
     Service,
+    /// Evict keys and spill expressions: the hits the entry's tail block has served
+    /// (R31).
+    Hits,
 }
 
 impl Var {
-    pub const ALL: [Var; 17] = [
+    pub const ALL: [Var; 18] = [
         Var::Size,
         Var::Age,
         Var::Last,
@@ -223,6 +226,7 @@ impl Var {
         Var::Context,
         Var::Member,
         Var::Service,
+        Var::Hits,
     ];
 
     pub fn name(self) -> &'static str {
@@ -244,6 +248,7 @@ impl Var {
             Var::Context => "context",
             Var::Member => "member",
             Var::Service => "service",
+            Var::Hits => "hits",
         }
     }
 

@@ -53,13 +53,13 @@ impl Site {
                 "constants; session attributes; the hold's `units`, `reserve`, `computed`; `waited`; `now`; queries; `service` (with `fair`)"
             }
             Site::Evict => {
-                "constants; `size`, `age`, `last`, `waiting`; the entry's session attributes"
+                "constants; `size`, `age`, `last`, `waiting`, `hits`; the entry's session attributes"
             }
             Site::Preempt => {
                 "constants; session attributes; the hold's `units`, `computed`, `admitted`; `now`; queries"
             }
             Site::SpillWork | Site::SpillPred => {
-                "constants; `size`, `age`, `last`, `waiting`, `units`; the entry's session attributes"
+                "constants; `size`, `age`, `last`, `waiting`, `hits`, `units`; the entry's session attributes"
             }
             Site::Time => {
                 "constants; `tokens`, `prefill`, `decode`, `residents`, `context`; `sum(…)` of per-session terms"
@@ -99,9 +99,11 @@ impl Site {
         match self {
             Site::Const => false,
             Site::Queue => matches!(v, Units | Reserve | Computed | Waited | Now | Service),
-            Site::Evict => matches!(v, Size | Age | Last | Waiting),
+            Site::Evict => matches!(v, Size | Age | Last | Waiting | Hits),
             Site::Preempt => matches!(v, Units | Computed | Admitted | Now),
-            Site::SpillWork | Site::SpillPred => matches!(v, Size | Age | Last | Waiting | Units),
+            Site::SpillWork | Site::SpillPred => {
+                matches!(v, Size | Age | Last | Waiting | Hits | Units)
+            }
             Site::Time => matches!(v, Tokens | Prefill | Decode | Residents | Context),
             Site::Take => matches!(v, Tokens | Prefill | Decode | Computed | Context),
             Site::Route => matches!(v, Now | Member),

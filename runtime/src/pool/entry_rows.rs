@@ -1,6 +1,6 @@
 //! What the entry site's compiled functions read (S2, S3): one row per cache entry —
 //! the session's attributes (current while the host answers for it, else its
-//! snapshot), `size`, `last`, `waiting` — and the entry ctx (`now`, the units written
+//! snapshot), `size`, `last`, `waiting`, `hits` — and the entry ctx (`now`, the units written
 //! or loaded). It fills rows and runs the `evict by` scan and the spill's `pred` and
 //! `work` on them; it changes no pool state beyond the scratch buffers it is given
 //! (`evict.rs` acts on what it chose).
@@ -81,7 +81,8 @@ impl<E: Env + ?Sized> EntryRows<'_, E> {
     }
 
     /// One entry row (S2, S3): the session's attributes (current while it lives, else
-    /// its snapshot), `size`, `last`, `waiting` (from `counts`, filled when read).
+    /// its snapshot), `size`, `last`, `waiting` (from `counts`, filled when read),
+    /// `hits` (R31, of the tail block).
     fn fill_row(&self, row: &mut [f64], inputs: &[Input], slot: EntrySlot, counts: &[u32]) {
         let e = self.store.entry(slot);
         let live = self.env.attrs(e.session);
@@ -94,6 +95,7 @@ impl<E: Env + ?Sized> EntryRows<'_, E> {
                 Input::Size => (e.blocks * self.block) as f64,
                 Input::Last => e.last,
                 Input::Waiting => counts[slot.index()] as f64,
+                Input::Hits => f64::from(self.store.tail_hits(slot)),
                 other => unreachable!("validated entry row input {other:?}"),
             };
         }

@@ -15,14 +15,15 @@ use super::Pool;
 use super::entry_rows::EntryRows;
 
 /// Whether `evict`'s choice lasts across the Evict moments of one call: `by` keys
-/// that read neither `size` nor `waiting` (`lru` needs no keeping: its choice is the
+/// that read none of `size`, `waiting` and `hits` (each moment changes the chosen
+/// entry's tail, and with it `hits`; `lru` needs no keeping: its choice is the
 /// oldest entry, at no cost).
 pub(super) fn keeps_its_choice(evict: &EvictPolicy) -> bool {
     match evict {
         EvictPolicy::By { layout, .. } => !layout
             .row
             .iter()
-            .any(|i| matches!(i, Input::Size | Input::Waiting)),
+            .any(|i| matches!(i, Input::Size | Input::Waiting | Input::Hits)),
         EvictPolicy::Lru => false,
     }
 }
@@ -37,7 +38,7 @@ impl Pool {
         // R10 chooses the least entry at every Evict moment. Between the moments of
         // one call only the chosen entry changes (its tail leaves) and nothing else
         // the keys could read does (`now`, attributes, `last` stay; no entry is
-        // added), so when the keys read neither `size` nor `waiting` the least entry
+        // added), so when the keys read none of `size`, `waiting` and `hits` the least entry
         // stays the least, first in release order among equals, until it is gone:
         // choosing once per entry gives the same sequence at a scan per entry
         // instead of per block (docs/PERFORMANCE.md, issue #16).

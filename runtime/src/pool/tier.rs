@@ -1,9 +1,9 @@
 //! The tier side of R12: a block written by a pool that spills into this one joins
-//! this pool's cache (`accept_spill`, with its S3 snapshot in a tier), and the two
+//! this pool's cache (`accept_spill`, with its S3 snapshot in a tier), and the
 //! pieces a spilling pool's admission needs from a tier — the tier-hit run of a
-//! header, read from the tier's block table without taking anything, and the `work`
-//! of the tier load. It never moves blocks between pools: the host carries them over
-//! its links.
+//! header, read from the tier's block table without taking anything, the hits a
+//! tier load counts there (R31), and the `work` of the tier load. It never moves
+//! blocks between pools: the host carries them over its links.
 
 use crate::cache::{Near, Store};
 use crate::config::{Input, SpillPolicy};
@@ -92,9 +92,31 @@ pub(super) fn tier_run(tier: &Store, header: &Header, from: u64, block: u64) -> 
         .count() as u64
 }
 
+/// R31 in a tier: a tier load counts one hit on each tier block it loads — the
+/// `loaded` blocks of the header's chain right after its first `from` (their
+/// earliest registered copies, as the walk of [`tier_run`] found them).
+pub(super) fn count_tier_hits(
+    tier: &mut Store,
+    header: &Header,
+    from: u64,
+    loaded: u64,
+    block: u64,
+) {
+    let mut near = Near::default();
+    for key in hit_keys(header, block)
+        .skip(from as usize)
+        .take(loaded as usize)
+    {
+        let b = tier
+            .lookup_near(&key, &mut near)
+            .expect("a loaded block is in the tier (nothing changed since the walk)");
+        tier.count_hit(b);
+    }
+}
+
 /// The spill `work` of a tier load: the spill's expression on a row of the loading
 /// session (its current attributes, `size` = the units loaded, `last` = now,
-/// `waiting` = 0) with ctx `now` and `units` = the units loaded.
+/// `waiting` and `hits` = 0) with ctx `now` and `units` = the units loaded.
 pub(super) fn load_work<E: Env + ?Sized>(
     spill: &SpillPolicy,
     scratch: &mut Scratch,
@@ -110,7 +132,7 @@ pub(super) fn load_work<E: Env + ?Sized>(
             Input::Attr(a) => attr(live_attrs(env, session), a, session),
             Input::Size => units.0 as f64,
             Input::Last => now,
-            Input::Waiting => 0.0,
+            Input::Waiting | Input::Hits => 0.0,
             other => unreachable!("validated entry row input {other:?}"),
         });
     }

@@ -237,6 +237,7 @@ key_list!(e_priority_last, row = 2, ctx = 0, [row0, row1]);
 key_list!(e_waiting_size, row = 2, ctx = 0, [row0, neg_row1]);
 key_list!(e_most_waited, row = 2, ctx = 0, [neg_row0, row1]);
 key_list!(e_mru, row = 1, ctx = 1, [since_row0]);
+key_list!(e_most_hit, row = 2, ctx = 0, [neg_row0, row1]);
 key_list!(e_all_nan, row = 0, ctx = 0, [nan_key]);
 key_list!(e_largest, row = 1, ctx = 0, [neg_row0]);
 // Preempt key lists (R18).
@@ -391,6 +392,30 @@ pub fn evict_most_waited() -> EvictPolicy {
         keys: e_most_waited(),
         layout: Layout {
             row: vec![Input::Waiting, Input::Last],
+            ctx: vec![],
+        },
+    }
+}
+
+/// `evict by (hits, last)`: LFU (R31), the tail block hit least often first, then
+/// the oldest release.
+pub fn evict_lfu() -> EvictPolicy {
+    EvictPolicy::By {
+        keys: e_priority_last(),
+        layout: Layout {
+            row: vec![Input::Hits, Input::Last],
+            ctx: vec![],
+        },
+    }
+}
+
+/// `evict by (-hits, last)`: the tail block hit most often first (perverse, but it
+/// makes `hits` decide most evictions, where LFU's counts tie at 0).
+pub fn evict_most_hit() -> EvictPolicy {
+    EvictPolicy::By {
+        keys: e_most_hit(),
+        layout: Layout {
+            row: vec![Input::Hits, Input::Last],
             ctx: vec![],
         },
     }

@@ -426,7 +426,7 @@ impl Driver {
                         }
                     })
                 };
-                if tiered && let Some((tp, tn)) = &self.tier {
+                if tiered && let Some((tp, tn)) = &mut self.tier {
                     let mut found = Units(0);
                     let fast =
                         self.pool
@@ -540,16 +540,18 @@ impl Driver {
         if fast != Ok(true) {
             return Ok(());
         }
-        let (tp, tn) = self.tier.as_ref().expect("a stage iteration with a tier");
+        let (tp, tn) = self.tier.as_mut().expect("a stage iteration with a tier");
         loop {
-            let fast = self
-                .pool
-                .admit_next_tiered(self.now, &self.env, Some(tp), |_, _, h| Some(h.units));
-            let slow = self
-                .naive
-                .admit_next_tiered(self.now, &self.env, Some(tn), |_, _, h| {
-                    Some(Units(h.units))
-                });
+            let fast =
+                self.pool
+                    .admit_next_tiered(self.now, &self.env, Some(&mut *tp), |_, _, h| {
+                        Some(h.units)
+                    });
+            let slow =
+                self.naive
+                    .admit_next_tiered(self.now, &self.env, Some(&mut *tn), |_, _, h| {
+                        Some(Units(h.units))
+                    });
             eq("admit_next_tiered result", &fast, &slow)?;
             eq("notices", self.pool.notices(), &self.naive.notices[..])?;
             harvest(&self.pool, &mut self.started);

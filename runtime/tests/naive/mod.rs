@@ -121,6 +121,8 @@ struct NBlock {
     entry: Option<u64>,
     /// False once freed or evicted; blocks are never reused.
     alive: bool,
+    /// R31: admissions whose hit (or tier load, in a tier) took it.
+    hits: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -396,6 +398,7 @@ impl Naive {
             holders: 1,
             entry: None,
             alive: true,
+            hits: 0,
         });
         self.blocks.len() - 1
     }
@@ -503,6 +506,7 @@ impl Naive {
                 Input::Size => (e.blocks.len() as u64 * self.cfg.block) as f64,
                 Input::Last => e.last,
                 Input::Waiting => self.waiting_on(e),
+                Input::Hits => f64::from(self.blocks[*e.blocks.last().expect("non-empty")].hits),
                 _ => panic!("naive: bad entry row input"),
             })
             .collect()
@@ -585,7 +589,7 @@ impl Naive {
     fn attempt<E: Env>(
         &mut self,
         env: &E,
-        tier: Option<&Naive>,
+        tier: Option<&mut Naive>,
         decide: impl FnOnce(SessionId, Hit, &NHold) -> Option<Units>,
     ) -> Result<Admission, Error> {
         let Some((pre, i)) = self.select(env) else {
@@ -599,7 +603,9 @@ impl Naive {
         let b = self.cfg.block;
         let hits = self.hit(&w.hold);
         let hit_units = Units(hits.len() as u64 * b);
-        let tier_blocks = tier.map_or(0, |t| t.tier_run(&w.hold, hits.len() as u64));
+        let tier_blocks = tier
+            .as_deref()
+            .map_or(0, |t| t.tier_run(&w.hold, hits.len() as u64));
         let found = Hit {
             local: hit_units,
             tier: Units(tier_blocks * b),
@@ -626,6 +632,7 @@ impl Naive {
             self.queue.remove(i);
         }
         for &x in &hits {
+            self.blocks[x].hits += 1;
             if self.blocks[x].holders > 0 {
                 self.blocks[x].holders += 1;
             } else {
@@ -673,6 +680,21 @@ impl Naive {
         });
         // R12 tier hit: the tier's blocks within the allocation are loaded.
         let loaded = tier_blocks.min((units.0 / b).saturating_sub(hits.len() as u64));
+        if loaded > 0
+            && let Some(t) = tier
+        {
+            // R31: each loaded block counts a hit in the tier.
+            let from = hits.len() as u64;
+            let hold = &self.holders.last().expect("just admitted").hold;
+            for k in from..from + loaded {
+                let key = key_of(&hold.runs, k, b).expect("within the chain");
+                let copy = (0..t.blocks.len())
+                    .filter(|&i| t.blocks[i].alive && t.blocks[i].key == Some(key))
+                    .min_by_key(|&i| t.blocks[i].reg)
+                    .expect("a loaded block is in the tier");
+                t.blocks[copy].hits += 1;
+            }
+        }
         if loaded > 0 {
             let sp = self
                 .cfg
@@ -690,7 +712,7 @@ impl Naive {
                     Input::Attr(a) => attrs[a as usize],
                     Input::Size => loaded.0 as f64,
                     Input::Last => self.now,
-                    Input::Waiting => 0.0,
+                    Input::Waiting | Input::Hits => 0.0,
                     _ => panic!("naive: bad entry row input"),
                 })
                 .collect();
@@ -915,7 +937,7 @@ impl Naive {
         &mut self,
         now: f64,
         env: &E,
-        tier: Option<&Naive>,
+        tier: Option<&mut Naive>,
         decide: impl FnOnce(SessionId, Hit, &NHold) -> Option<Units>,
     ) -> Result<Admission, Error> {
         self.check_time(now)?;
@@ -1162,6 +1184,7 @@ impl Naive {
             holders: 0,
             entry: None,
             alive: true,
+            hits: 0,
         });
         self.next_reg += 1;
         let joined = (0..self.entries.len())

@@ -75,3 +75,7 @@ policy q14_ascend_lanes ascend_lanes "$BLOCKS"
 # (q15) VTC (R30): `service` counters per `tenant`, the recorder drawing 3 tenants that
 #       the plugin reads from extra_args (poolc.tenant) and the replay from workload.jsonl.
 policy q15_vtc vtc "$BLOCKS" --num-tenants 3
+# (q16, q17) R31: `hits` in evict keys, the plugin counting the blocks BlockPool.touch
+#       takes; LFU and the frequency-and-cost order.
+policy q16_lfu lfu "$BLOCKS"
+policy q17_freq_cost freq_cost "$BLOCKS"

@@ -65,17 +65,17 @@ impl<I: Ix, T> Table<I, T> {
         self.items.iter_mut()
     }
 
-    /// Entry `a` mutably and entry `b` (≠ `a`) shared, for an operation of one pool
-    /// member that reads another (a tier hit).
-    pub(super) fn pair(&mut self, a: I, b: I) -> (&mut T, &T) {
+    /// Entries `a` and `b` (≠ `a`) both mutably, for an operation of one pool member
+    /// that reaches into another (a tier hit, which counts hits there, R31).
+    pub(super) fn pair(&mut self, a: I, b: I) -> (&mut T, &mut T) {
         let (a, b) = (a.ix(), b.ix());
         assert_ne!(a, b, "a table entry paired with itself");
         if a < b {
             let (x, y) = self.items.split_at_mut(b);
-            (in_range(x.get_mut(a)), in_range(y.first()))
+            (in_range(x.get_mut(a)), in_range(y.first_mut()))
         } else {
             let (x, y) = self.items.split_at_mut(a);
-            (in_range(y.first_mut()), in_range(x.get(b)))
+            (in_range(y.first_mut()), in_range(x.get_mut(b)))
         }
     }
 }
