@@ -62,11 +62,11 @@ const PRIORITY: [(&str, usize); 6] = [
     ("s_prio_bs16_burst_ids", 898),
 ];
 
-/// Recordings of vLLM driven by poolc's plugin with non-FCFS specs, and (q1–q17) with
+/// Recordings of vLLM driven by poolc's plugin with non-FCFS specs, and (q1–q18) with
 /// every spec of examples/policies/ the plugin accepts (docs/POLICIES.md)
 /// (tests/data/vllm-plugin/make_scenarios.sh): `poolc conform` with no `--spec` takes
 /// the spec, `set` and clock from their config.json and predicts every step.
-const PLUGIN: [(&str, usize); 23] = [
+const PLUGIN: [(&str, usize); 24] = [
     ("p1_sjf_aging", 3070),
     ("p2_ascend_lanes", 3599),
     ("p3_largest_victim", 2982),
@@ -90,6 +90,7 @@ const PLUGIN: [(&str, usize); 23] = [
     ("q15_vtc", 1605),
     ("q16_lfu", 1549),
     ("q17_freq_cost", 1549),
+    ("q18_wfq", 1572),
 ];
 
 fn plugin() -> PathBuf {

@@ -162,6 +162,9 @@ def test_the_recorder_names_a_bad_workload_line_before_building_a_scheduler(tmp_
     workload.write_text(good + "\n")
     with pytest.raises(record.RecordError, match="Pass --max-model-len 5"):
         record.record(["--workload", str(workload), "--max-model-len", "4"])
+    workload.write_text(good.replace("}", ',"share":0}') + "\n")
+    with pytest.raises(record.RecordError, match=r"w\.jsonl:1: share must be an integer >= 1"):
+        record.record(["--workload", str(workload)])
 
 
 def test_the_recorder_refuses_what_it_cannot_record(tmp_path):
@@ -171,6 +174,10 @@ def test_the_recorder_refuses_what_it_cannot_record(tmp_path):
         record.record(["--additional-config", "{poolc"])
     with pytest.raises(record.RecordError, match="exclusive"):
         record.record(["--burst-size", "2", "--arrival-rate", "1"])
+    with pytest.raises(record.RecordError, match="gives 2 shares for 3 tenant"):
+        record.record(["--num-tenants", "3", "--tenant-shares", "4,2"])
+    with pytest.raises(SystemExit):  # a share of 0 is no share
+        record.record(["--num-tenants", "2", "--tenant-shares", "1,0"])
     with pytest.raises(SystemExit):  # config.json records arguments as spelled: no abbreviations
         record.record(["--num-req", "1"])
 

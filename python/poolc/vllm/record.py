@@ -102,9 +102,10 @@ WORKLOAD_KEYS = (
 # Recorded after WORKLOAD_KEYS only when not 1, so that recordings made before the
 # option existed keep their bytes.
 TENANT_KEY = "num_tenants"
+SHARES_KEY = "tenant_shares"
 
 # The fields of a workload line; the first five are required.
-WORKLOAD_FIELDS = ("id", "arrival_step", "prompt", "output", "runs", "priority", "tenant")
+WORKLOAD_FIELDS = ("id", "arrival_step", "prompt", "output", "runs", "priority", "tenant", "share")
 
 
 class RecordError(PoolcError):
@@ -237,9 +238,23 @@ def _generate(args):
     if args.num_tenants > 1:
         for w in reqs:
             w["tenant"] = rng_ten.randint(0, args.num_tenants - 1)
+    if args.tenant_shares is not None:
+        for w in reqs:
+            w["share"] = args.tenant_shares[w["tenant"]]
     reqs.sort(key=lambda w: (w["arrival_step"], w["index"]))
     info = dict(num_shared_runs=next_id - 1, unique_run_id_base=uniq_base, clamped=clamped)
     return reqs, info
+
+
+def _shares(text):
+    """``--tenant-shares``: comma-separated integers >= 1."""
+    try:
+        shares = [int(x) for x in text.split(",")]
+    except ValueError:
+        shares = []
+    if not shares or any(x < 1 for x in shares):
+        raise argparse.ArgumentTypeError(f"{text!r}: want integers >= 1, comma-separated")
+    return shares
 
 
 def _is_int(x):
@@ -303,6 +318,9 @@ def _read_workload(args):
         tenant = w.get("tenant", 0)
         if not _is_int(tenant):
             raise bad(lineno, "tenant must be an integer")
+        share = w.get("share")
+        if share is not None and (not _is_int(share) or share < 1):
+            raise bad(lineno, "share must be an integer >= 1")
         runs = w["runs"]
         if not isinstance(runs, list) or not runs:
             raise bad(lineno, "runs must be a non-empty list of [run_id, len]")
@@ -333,6 +351,7 @@ def _read_workload(args):
                 arrival_step=w["arrival_step"],
                 priority=priority,
                 tenant=tenant,
+                **({} if share is None else dict(share=share)),
             )
         )
     if not reqs:
@@ -363,7 +382,9 @@ def _read_workload(args):
             f"Pass --num-blocks {max(blocks) + 1} (or more)."
         )
 
-    canon = "".join(_workload_line(w, _with_priority(args, reqs), _with_tenant(reqs)) for w in reqs)
+    canon = "".join(
+        _workload_line(w, _with_priority(args, reqs), _with_tenant(reqs), _with_share(reqs)) for w in reqs
+    )
     info = dict(
         source="file",
         file=os.path.basename(path),
@@ -393,12 +414,21 @@ def _with_tenant(work):
     return any(w["tenant"] for w in work)
 
 
-def _workload_line(w, with_priority, with_tenant):
+def _with_share(work):
+    """Whether workload.jsonl carries shares, and the requests are given theirs
+    (``extra_args={"poolc.share": S}``, a weight such as wfq.pool's): whenever a
+    request has one; a request without one then gets 1."""
+    return any("share" in w for w in work)
+
+
+def _workload_line(w, with_priority, with_tenant, with_share):
     rec = dict(id=w["id"], arrival_step=w["arrival_step"], prompt=w["prompt"], output=w["output"], runs=w["runs"])
     if with_priority:
         rec["priority"] = w["priority"]
     if with_tenant:
         rec["tenant"] = w["tenant"]
+    if with_share:
+        rec["share"] = w.get("share", 1)
     return json.dumps(rec, separators=(",", ":")) + "\n"
 
 
@@ -648,6 +678,13 @@ def _parser():
         help="tenants drawn uniformly from 0..N-1, given to the scheduler as "
         'extra_args {"poolc.tenant": T} (1: none given)',
     )
+    w.add_argument(
+        "--tenant-shares",
+        type=_shares,
+        default=None,
+        help="S0,S1,...: tenant T's requests carry share S_T (integers >= 1, one per "
+        'tenant), given to the scheduler as extra_args {"poolc.share": S}',
+    )
     s = ap.add_argument_group("scheduler")
     s.add_argument("--policy", choices=["fcfs", "priority"], default="fcfs")
     s.add_argument("--block-size", type=int, default=16)
@@ -703,6 +740,10 @@ def record(argv):
         raise RecordError("--burst-size and --arrival-rate are exclusive")
     if args.num_tenants < 1:
         raise RecordError(f"--num-tenants {args.num_tenants}: want 1 or more")
+    if args.tenant_shares is not None and len(args.tenant_shares) != args.num_tenants:
+        raise RecordError(
+            f"--tenant-shares gives {len(args.tenant_shares)} shares for {args.num_tenants} tenant(s): want one each"
+        )
     if vllm.__version__ != VLLM_VERSION:
         raise RecordError(f"this recorder drives vLLM {VLLM_VERSION}; this environment has {vllm.__version__}")
     additional_config = None
@@ -724,12 +765,18 @@ def record(argv):
     init_none_hash(hash_fn)
     block_hasher = get_request_block_hasher(args.block_size, hash_fn)
     index_of = {w["id"]: w["index"] for w in work}
-    with_tenant = _with_tenant(work)
+    with_tenant, with_share = _with_tenant(work), _with_share(work)
     vreqs = {}
     for w in work:
-        # A workload with tenants gives each request its own as the session attribute
-        # `tenant` (the plugin reads extra_args; vLLM's own scheduler ignores them).
-        extra = {"extra_args": {"poolc.tenant": w["tenant"]}} if with_tenant else {}
+        # A workload with tenants (shares) gives each request its own as the session
+        # attribute `tenant` (`share`): the plugin reads extra_args; vLLM's own
+        # scheduler ignores them.
+        given = {}
+        if with_tenant:
+            given["poolc.tenant"] = w["tenant"]
+        if with_share:
+            given["poolc.share"] = w.get("share", 1)
+        extra = {"extra_args": given} if given else {}
         # arrival_time, the priority policy's second key, is the step the request
         # arrives at (the clock `poolc conform` gives `arrival`): requests fed in one
         # step tie on it, and vLLM orders them by request_id, as text.
@@ -770,6 +817,7 @@ def _write_config_and_workload(args, argv, sched, vllm_config, additional_config
         workload = dict(winfo, **tokens)
     else:
         keys = WORKLOAD_KEYS + ((TENANT_KEY,) if args.num_tenants != 1 else ())
+        keys += (SHARES_KEY,) if args.tenant_shares is not None else ()
         workload = dict({k: getattr(args, k) for k in keys}, **tokens, **winfo)
     config = dict(
         format=FORMAT,
@@ -787,9 +835,9 @@ def _write_config_and_workload(args, argv, sched, vllm_config, additional_config
     os.makedirs(args.out_dir, exist_ok=True)
     with open(os.path.join(args.out_dir, "config.json"), "w", encoding="utf-8") as f:
         f.write(json.dumps(config, indent=1) + "\n")
-    with_priority, with_tenant = _with_priority(args, work), _with_tenant(work)
+    flags = _with_priority(args, work), _with_tenant(work), _with_share(work)
     with open(os.path.join(args.out_dir, "workload.jsonl"), "w", encoding="utf-8") as f:
-        f.writelines(_workload_line(w, with_priority, with_tenant) for w in work)
+        f.writelines(_workload_line(w, *flags) for w in work)
 
 
 def step_record(sched, step, arrivals, admitted, cont, preempted, finished, n_sched, n_decode):

@@ -79,3 +79,6 @@ policy q15_vtc vtc "$BLOCKS" --num-tenants 3
 #       takes; LFU and the frequency-and-cost order.
 policy q16_lfu lfu "$BLOCKS"
 policy q17_freq_cost freq_cost "$BLOCKS"
+# (q18) WFQ (R30 with `weight share`): 3 tenants with shares 4, 2, 1 (--tenant-shares),
+#       each request given its tenant's share as extra_args poolc.share.
+policy q18_wfq wfq "$BLOCKS" --num-tenants 3 --tenant-shares 4,2,1

@@ -26,6 +26,10 @@ pub struct Request {
     /// The request's tenant (`tenant`), given to the plugin as the session attribute
     /// of that name (R30); `None` when absent: the spec's default applies.
     pub tenant: Option<i64>,
+    /// The request's share (`share`, a whole number ≥ 1), given to the plugin as the
+    /// session attribute of that name (a `fair … weight share`, R30); `None` when
+    /// absent.
+    pub share: Option<u64>,
 }
 
 /// A recorded scenario, read and checked.
@@ -117,7 +121,7 @@ fn lines<'a>(path: &'a Path, text: &'a str) -> impl Iterator<Item = Line<'a>> {
         })
 }
 
-const WORKLOAD_FIELDS: [&str; 7] = [
+const WORKLOAD_FIELDS: [&str; 8] = [
     "id",
     "arrival_step",
     "prompt",
@@ -125,6 +129,7 @@ const WORKLOAD_FIELDS: [&str; 7] = [
     "runs",
     "priority",
     "tenant",
+    "share",
 ];
 
 fn read_workload(path: &Path, s: &Settings) -> Result<Vec<Request>, OracleError> {
@@ -231,6 +236,14 @@ fn read_workload(path: &Path, s: &Settings) -> Result<Vec<Request>, OracleError>
                     .ok_or_else(|| err(format!("`tenant` {t} is not a whole number")))?,
             ),
         };
+        let share = match v.get("share") {
+            None => None,
+            Some(w) => Some(
+                w.as_u64()
+                    .filter(|&w| w >= 1)
+                    .ok_or_else(|| err(format!("`share` {w} is not a whole number >= 1")))?,
+            ),
+        };
         requests.push(Request {
             id,
             arrival_step,
@@ -239,6 +252,7 @@ fn read_workload(path: &Path, s: &Settings) -> Result<Vec<Request>, OracleError>
             runs,
             priority,
             tenant,
+            share,
         });
     }
     Ok(requests)

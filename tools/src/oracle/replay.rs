@@ -170,8 +170,8 @@ impl Clock {
 
 /// The workload as the host reads it: arrival time = `arrival_step` (or, under a
 /// plugin's clock, the `schedule()` calls before it times `clock_step`), and one
-/// extra fields, `priority` and, where the recording gives it, `tenant` (R30): a spec
-/// that declares the attribute reads it.
+/// extra fields, `priority` and, where the recording gives them, `tenant` and
+/// `share` (R30): a spec that declares the attribute reads it.
 pub fn workload(scenario: &Scenario) -> Workload {
     let clock = Clock::of_scenario(scenario);
     let sessions = scenario
@@ -192,6 +192,7 @@ pub fn workload(scenario: &Scenario) -> Workload {
                 .collect(),
             extra: std::iter::once((0, r.priority as f64))
                 .chain(r.tenant.map(|t| (1, t as f64)))
+                .chain(r.share.map(|w| (2, w as f64)))
                 .collect(),
             name: Some(r.id.clone()),
             line: i as u64 + 1,
@@ -199,7 +200,11 @@ pub fn workload(scenario: &Scenario) -> Workload {
         .collect();
     Workload {
         source: scenario.dir.join("workload.jsonl").display().to_string(),
-        fields: vec!["priority".to_string(), "tenant".to_string()],
+        fields: vec![
+            "priority".to_string(),
+            "tenant".to_string(),
+            "share".to_string(),
+        ],
         sessions,
     }
 }
