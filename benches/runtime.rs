@@ -93,6 +93,7 @@ impl NaiveMember {
                 },
                 requeue_keyed: c.requeue == poolrt::Requeue::Keyed,
                 spill: c.spill.map(NaiveSpill::compiled),
+                fair: c.fair,
             }),
             counts: Counts::default(),
         }
@@ -116,9 +117,9 @@ impl Member for NaiveMember {
         now: f64,
         s: SessionId,
         hold: NHold,
-        _: &BenchEnv,
+        env: &BenchEnv,
     ) -> Result<(), BenchError> {
-        match self.naive.enqueue(now, s, hold).map_err(naive_err)? {
+        match self.naive.enqueue(now, s, hold, env).map_err(naive_err)? {
             Enqueued::Queued => Ok(()),
             Enqueued::Rejected => Err(BenchError::Rejected {
                 member: NAIVE,

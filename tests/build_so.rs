@@ -14,7 +14,7 @@ use std::path::Path;
 
 use build_support::{
     TempDir, aarch64, build_so, corpus_program, draw, draw_row_ctx, example_program, examples,
-    host, options, seeded, value,
+    host, options, policy_examples, seeded, value,
 };
 use poolc::Compiled;
 use poolc::aot::load::{self, LoadError};
@@ -177,7 +177,7 @@ fn check_program(name: &str, program: &Program, so: &Compiled, jit: &Compiled, s
 #[test]
 fn every_example_library_equals_the_jit_bit_for_bit() {
     let dir = TempDir::new("so-examples");
-    for (i, (path, text)) in examples().into_iter().enumerate() {
+    for (i, (path, text)) in examples().into_iter().chain(policy_examples()).enumerate() {
         let program = example_program(&path, &text);
         let so_path = build_so(&program, &dir, &format!("lib{i}.so"));
         let so = load(&so_path, &program);

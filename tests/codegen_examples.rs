@@ -9,8 +9,8 @@ mod build_support;
 
 use std::path::Path;
 
-use build_support::examples;
 use build_support::expr_tree::same;
+use build_support::{examples, policy_examples};
 use poolc::codegen::ClifForm;
 use poolc::interp;
 use poolc::ir::{Evict, Layout, PreemptMode, QueuePolicy, SiteExpr};
@@ -87,7 +87,7 @@ fn check_list(what: &str, list: &KeyList, keys: &[SiteExpr], layout: &Layout) {
 
 #[test]
 fn every_example_compiles_and_agrees_with_the_interpreter() {
-    for (path, text) in examples() {
+    for (path, text) in examples().into_iter().chain(policy_examples()) {
         let c = compile_example(&path, &text);
         let program = c.program();
         assert_eq!(c.pools().len(), program.pools.len());

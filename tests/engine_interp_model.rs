@@ -27,9 +27,12 @@ use poolrt::{EvictPolicy, Limit, Pool, PoolConfig, Preempt, QueuePolicy, Requeue
 use proptest::prelude::*;
 
 /// Names a queue key may read (S1), besides literals: the session's attributes, the
-/// hold's header values, `waited`, `now` and queries of its own pool (a query of
-/// another pool or stage is the host's answer, the same function on both sides).
-const QUEUE_NAMES: [&str; 14] = [
+/// hold's header values, `waited`, `now`, `service` (R30: the pool keeps counters
+/// by `tenant`, weighted by `priority`, which may be 0) and queries of its own pool
+/// (a query of another pool or stage is the host's answer, the same function on both
+/// sides).
+const QUEUE_NAMES: [&str; 15] = [
+    "service",
     "priority",
     "tenant",
     "serial",
@@ -219,7 +222,8 @@ fn spec(s: &Setup) -> String {
         "session {{ priority = 0; tenant = 0; }}
          stage engine {{ step; budget 1000; seats 64; time (1); }}
          stage pcie {{ link; rate inf; }}
-         pool kv {{ cap {}; block {}; queue {}; evict {}; preempt {};{} admit via engine; {spill} }}
+         pool kv {{ cap {}; block {}; queue {}; evict {}; preempt {};{} admit via engine; {spill}
+                    fair tenant (1, 2) weight priority; }}
          pool host {{ cap {}; block {}; evict {}; }}",
         cap(s.cap),
         s.block,
@@ -284,6 +288,7 @@ fn build(compiled: &poolc::Compiled, id: ir::PoolId) -> (Pool, naive::Naive) {
         preempt_by,
         requeue_keyed: config.requeue == Requeue::Keyed,
         spill,
+        fair: config.fair,
     });
     let mut pool = Pool::new(config).expect("the runtime accepts the spec");
     pool.set_logging(true);
@@ -349,7 +354,8 @@ fn the_generated_specs_reach_every_structure() {
     let strategy = (setup(), proptest::collection::vec(driver::op(), 1..200));
     let mut seen = driver::Seen::default();
     let (mut indexed, mut scanned, mut keyed_evictions) = (0, 0, 0);
-    for _ in 0..200 {
+    const SPECS: usize = 400;
+    for _ in 0..SPECS {
         let (setup, ops) = strategy
             .new_tree(&mut runner)
             .expect("strategies generate")
@@ -369,11 +375,11 @@ fn the_generated_specs_reach_every_structure() {
     }
     assert!(
         keyed_evictions >= 100,
-        "{keyed_evictions} evictions by random keys in 200 specs"
+        "{keyed_evictions} evictions by random keys in {SPECS} specs"
     );
     assert!(
         indexed >= 10 && scanned >= 10,
-        "{indexed} indexed and {scanned} scanned keyed queues in 200 specs"
+        "{indexed} indexed and {scanned} scanned keyed queues in {SPECS} specs"
     );
     for kind in [
         "admit with a hit",
@@ -386,7 +392,10 @@ fn the_generated_specs_reach_every_structure() {
         "tier-load",
     ] {
         let n = seen.kinds.get(kind).copied().unwrap_or(0);
-        assert!(n >= 10, "only {n} `{kind}` events in 200 specs: {seen:?}");
+        assert!(
+            n >= 10,
+            "only {n} `{kind}` events in {SPECS} specs: {seen:?}"
+        );
     }
 }
 

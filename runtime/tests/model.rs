@@ -19,8 +19,8 @@ use common::*;
 use driver::{Driver, Parts, Seen, eq, op};
 use naive::{Naive, NaiveConfig, NaiveKeys, NaiveSpill};
 use poolrt::{
-    EvictPolicy, Limit, Pool, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, QueueTie,
-    Requeue, Units,
+    EvictPolicy, FairConfig, Limit, Pool, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy,
+    QueueTie, Requeue, Units,
 };
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -33,6 +33,10 @@ enum QueueKind {
     Aged,
     FitsFirst,
     Shortest,
+    /// `queue by (service, serial)` with `fair priority (1, 2)` (R30: VTC).
+    Vtc,
+    /// The same with `weight serial` (WFQ; serial 0 divides by zero, as IEEE does).
+    Wfq,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -123,6 +127,8 @@ fn setup() -> impl Strategy<Value = Setup> {
             Just(QueueKind::Aged),
             Just(QueueKind::FitsFirst),
             Just(QueueKind::Shortest),
+            Just(QueueKind::Vtc),
+            Just(QueueKind::Wfq),
         ],
         prop_oneof![
             Just(EvictKind::Lru),
@@ -183,6 +189,7 @@ fn queue_policy(k: QueueKind) -> QueuePolicy {
         QueueKind::Aged => queue_aged(),
         QueueKind::FitsFirst => queue_fits_first(ME),
         QueueKind::Shortest => queue_shortest(),
+        QueueKind::Vtc | QueueKind::Wfq => queue_by_service(),
     }
 }
 
@@ -196,6 +203,22 @@ fn evict_policy(k: EvictKind) -> EvictPolicy {
         EvictKind::MostHit => evict_most_hit(),
         EvictKind::Mru => evict_mru(),
         EvictKind::AllNan => evict_all_nan(),
+    }
+}
+
+/// R30: the counters `Vtc` and `Wfq` read, grouped by `priority` (which `SetPriority`
+/// changes, also while a hold waits).
+fn fair_config(k: QueueKind) -> Option<FairConfig> {
+    let fair = |weight| FairConfig {
+        by: 0,
+        prefill: 1.0,
+        decode: 2.0,
+        weight,
+    };
+    match k {
+        QueueKind::Vtc => Some(fair(None)),
+        QueueKind::Wfq => Some(fair(Some(1))),
+        _ => None,
     }
 }
 
@@ -245,7 +268,7 @@ fn build(setup: &Setup) -> (Pool, Naive) {
             QueueIndex::Auto
         },
         spill: setup.spill.map(spill_policy),
-        fair: None,
+        fair: fair_config(setup.queue),
     })
     .expect("valid config");
     pool.set_logging(true);
@@ -262,6 +285,7 @@ fn build(setup: &Setup) -> (Pool, Naive) {
         },
         requeue_keyed: setup.requeue,
         spill: setup.spill.map(|a| NaiveSpill::compiled(spill_policy(a))),
+        fair: fair_config(setup.queue),
     });
     (pool, naive)
 }
@@ -288,6 +312,7 @@ fn build_tier(block: u64, t: &TierSetup) -> (Pool, Naive) {
         preempt_by: None,
         requeue_keyed: false,
         spill: None,
+        fair: None,
     });
     (pool, naive)
 }

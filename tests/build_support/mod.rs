@@ -163,6 +163,20 @@ pub fn examples() -> Vec<(PathBuf, String)> {
         .collect()
 }
 
+/// The specs of examples/policies/ with their texts, sorted: one deployment with a
+/// policy each (docs/POLICIES.md), so they join the equalities that compare compiled
+/// code (interpreter == JIT == shared object) but not the snapshots, the aarch64 run
+/// or the C host, where their shared deployment would add nothing.
+pub fn policy_examples() -> Vec<(PathBuf, String)> {
+    specs_in("examples/policies")
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("example readable");
+            (p, text)
+        })
+        .collect()
+}
+
 /// The checked program of an example.
 pub fn example_program(path: &Path, text: &str) -> Program {
     poolc::check(text, &poolc::Options::default())

@@ -77,10 +77,11 @@ impl Fair {
     pub(super) fn enter<E: Env + ?Sized>(&mut self, session: SessionId, how: Entering, env: &E) {
         let g = self.group_of_session(session, env);
         if how == Entering::Arrival && !self.active.contains(&g) {
+            // A group never charged is at +0 (R30), as `service` reads it.
             let least = self
                 .active
                 .iter()
-                .filter_map(|a| self.counters.get(a).copied())
+                .map(|a| self.counters.get(a).copied().unwrap_or(0.0))
                 .filter(|c| !c.is_nan())
                 .reduce(f64::min);
             let c = self.counters.entry(g).or_insert(0.0);

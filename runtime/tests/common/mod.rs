@@ -263,6 +263,17 @@ pub fn queue_by_priority() -> QueuePolicy {
     }
 }
 
+/// VTC (R30): `queue by (service, serial)`, the least-served group first.
+pub fn queue_by_service() -> QueuePolicy {
+    QueuePolicy::By {
+        keys: q_priority_serial(),
+        layout: Layout {
+            row: vec![Input::Service, Input::Attr(1)],
+            ctx: vec![],
+        },
+    }
+}
+
 /// SGLang's longest prefix match: `queue by (-computed, enqueued)`.
 pub fn queue_longest_prefix() -> QueuePolicy {
     QueuePolicy::By {

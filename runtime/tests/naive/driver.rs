@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 
 use crate::common::{TestEnv, chain};
 use crate::naive::{NHold, Naive};
-use poolrt::{BlockKey, Event, Header, Notice, Pool, SessionId, Units};
+use poolrt::{BlockKey, Charge, Event, Header, Notice, Pool, SessionId, Units};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -93,6 +93,14 @@ pub enum Op {
     Advance(u8),
     /// The link completes the oldest pending spill writes (1 to 3 of them).
     WriteDone(u8),
+    /// A holder takes `prefill` and `decode` tokens (or gives them back, R18): R30's
+    /// charge, which only a pool with `fair` keeps.
+    Charge {
+        pick: u8,
+        prefill: u8,
+        decode: u8,
+        give_back: bool,
+    },
 }
 
 pub fn op() -> impl Strategy<Value = Op> {
@@ -128,6 +136,14 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => (any::<u8>(), 0u8..4, any::<bool>())
             .prop_map(|(pick, adj, last_token)| Op::Revise { pick, adj, last_token }),
         2 => (0u8..3).prop_map(Op::WriteDone),
+        1 => (any::<u8>(), 0u8..20, 0u8..3, proptest::bool::weighted(0.2)).prop_map(
+            |(pick, prefill, decode, give_back)| Op::Charge {
+                pick,
+                prefill,
+                decode,
+                give_back,
+            }
+        ),
     ]
 }
 
@@ -317,7 +333,7 @@ impl Driver {
                     max_hit,
                 };
                 let fast = self.pool.enqueue(self.now, id, header, &self.env);
-                let slow = self.naive.enqueue(self.now, id, hold);
+                let slow = self.naive.enqueue(self.now, id, hold, &self.env);
                 eq("enqueue result", &fast, &slow)?;
                 if fast.is_ok() {
                     eq("notices", self.pool.notices(), &self.naive.notices[..])?;
@@ -372,6 +388,24 @@ impl Driver {
                 if fast.is_ok() {
                     eq("notices", self.pool.notices(), &self.naive.notices[..])?;
                 }
+            }
+            Op::Charge {
+                pick,
+                prefill,
+                decode,
+                give_back,
+            } => {
+                let Some(s) = self.holder(pick) else {
+                    return Ok(());
+                };
+                let how = if give_back {
+                    Charge::GiveBack
+                } else {
+                    Charge::Take
+                };
+                let (p, d) = (prefill as u64 * self.scale, decode as u64);
+                self.pool.charge(s, p, d, how, &self.env);
+                self.naive.charge(s, p, d, how, &self.env);
             }
             Op::SetPriority(pick, p) => {
                 if self.known.is_empty() {

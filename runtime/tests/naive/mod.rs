@@ -18,9 +18,9 @@ use std::rc::Rc;
 
 use poolrt::policy::KeyList;
 use poolrt::{
-    Admission, BlockKey, Enqueued, EntryId, Env, Error, Event, Grown, Hit, Input, Layout, Notice,
-    PoolRef, Query, QueryKind, Record, RunId, SessionId, SpillPolicy, StageRef, Stored, Target,
-    Units,
+    Admission, BlockKey, Charge, Enqueued, EntryId, Env, Error, Event, FairConfig, Grown, Hit,
+    Input, Layout, Notice, PoolRef, Query, QueryKind, Record, RunId, SessionId, SpillPolicy,
+    StageRef, Stored, Target, Units,
 };
 
 /// A key function `(key index, row, ctx) → value`.
@@ -99,6 +99,8 @@ pub struct NaiveConfig {
     /// `requeue keyed` (R19).
     pub requeue_keyed: bool,
     pub spill: Option<NaiveSpill>,
+    /// `fair` (R30): service counters that queue keys read as `service`.
+    pub fair: Option<FairConfig>,
 }
 
 /// A hold as enqueued: header values and content runs `(id, len)`.
@@ -152,6 +154,8 @@ struct NHolder {
 struct NWait {
     session: SessionId,
     hold: NHold,
+    /// R30: its group as it entered the queue (the group it counts as waiting in).
+    group: u64,
     enqueued: f64,
     /// Its first enqueue's number: the queue is kept sorted by it.
     order: u64,
@@ -172,6 +176,8 @@ pub struct Naive {
     pending: Vec<SessionId>,
     /// Every session's attributes at its latest release here.
     snapshots: BTreeMap<SessionId, Vec<f64>>,
+    /// R30: the counters charged or lifted so far, by group; a group not here is +0.
+    counters: BTreeMap<u64, f64>,
     next_reg: u64,
     next_entry: u64,
     next_order: u64,
@@ -252,6 +258,7 @@ impl Naive {
             preempted: Vec::new(),
             pending: Vec::new(),
             snapshots: BTreeMap::new(),
+            counters: BTreeMap::new(),
             next_reg: 0,
             next_entry: 0,
             next_order: 0,
@@ -575,6 +582,7 @@ impl Naive {
                         Input::Reserve => w.hold.reserve as f64,
                         Input::Computed => (self.hit(&w.hold).len() as u64 * self.cfg.block) as f64,
                         Input::Enqueued => w.enqueued,
+                        Input::Service => self.counter(self.group_now(env, w.session)),
                         _ => panic!("naive: bad queue row input"),
                     })
                     .collect()
@@ -796,8 +804,10 @@ impl Naive {
             .expect("victim holds");
         let h = self.holders[at].clone();
         let cached = self.release_holder(at, env);
+        let group = self.group_now(env, session);
         let w = NWait {
             session,
+            group,
             hold: NHold {
                 units: h.units,
                 reserve: h.hold.reserve.max(h.units),
@@ -835,13 +845,87 @@ impl Naive {
         self.register_all(at);
     }
 
+    // ----- service counters (R30) -----------------------------------------------------
+
+    /// A session's group now: its `by` attribute, −0 as +0 and every NaN one group (0
+    /// without `fair`, where nothing reads it).
+    fn group_now<E: Env>(&self, env: &E, session: SessionId) -> u64 {
+        let Some(f) = &self.cfg.fair else { return 0 };
+        let v = env.attrs(session).expect("a queued session lives")[f.by as usize];
+        if v.is_nan() {
+            f64::NAN.to_bits()
+        } else if v == 0.0 {
+            0
+        } else {
+            v.to_bits()
+        }
+    }
+
+    fn counter(&self, group: u64) -> f64 {
+        self.counters.get(&group).copied().unwrap_or(0.0)
+    }
+
+    /// R30's lift, as an arrival of `group` enters: when nothing of its group waits,
+    /// its counter rises to the least (non-NaN) counter of the groups that wait.
+    fn lift(&mut self, group: u64) {
+        if self.cfg.fair.is_none() {
+            return;
+        }
+        let waiting: Vec<u64> = self
+            .preempted
+            .iter()
+            .chain(&self.queue)
+            .map(|w| w.group)
+            .collect();
+        if waiting.contains(&group) {
+            return;
+        }
+        let mut least: Option<f64> = None;
+        for &g in &waiting {
+            let c = self.counter(g);
+            if !c.is_nan() && least.is_none_or(|l| c < l) {
+                least = Some(c);
+            }
+        }
+        if let Some(l) = least
+            && l > self.counter(group)
+        {
+            self.counters.insert(group, l);
+        }
+    }
+
+    /// R30's charge of a take (or its give-back, R18).
+    pub fn charge<E: Env>(
+        &mut self,
+        session: SessionId,
+        prefill: u64,
+        decode: u64,
+        how: Charge,
+        env: &E,
+    ) {
+        let Some(f) = self.cfg.fair else { return };
+        let group = self.group_now(env, session);
+        let attrs = env.attrs(session).expect("a charged session lives");
+        let w = f.weight.map_or(1.0, |a| attrs[a as usize]);
+        let amount = (f.prefill * prefill as f64 + f.decode * decode as f64) / w;
+        let c = self.counter(group);
+        self.counters.insert(
+            group,
+            match how {
+                Charge::Take => c + amount,
+                Charge::GiveBack => c - amount,
+            },
+        );
+    }
+
     // ----- operations ----------------------------------------------------------------
 
-    pub fn enqueue(
+    pub fn enqueue<E: Env>(
         &mut self,
         now: f64,
         session: SessionId,
         hold: NHold,
+        env: &E,
     ) -> Result<Enqueued, Error> {
         self.check_time(now)?;
         if self.is_in_pool(session) {
@@ -857,9 +941,12 @@ impl Naive {
                 return Ok(Enqueued::Rejected);
             }
         }
+        let group = self.group_now(env, session);
+        self.lift(group);
         self.queue.push(NWait {
             session,
             hold,
+            group,
             enqueued: now,
             order: self.next_order,
         });
