@@ -600,11 +600,10 @@ def _count_touches(pool, free):
     nowhere else: the blocks the spec's admission takes as its hit."""
     vllm_touch = pool.touch
 
-    def touch(blocks):
-        for group in blocks:
-            for block in group if isinstance(group, (list, tuple)) else (group,):
-                if not block.is_null:
-                    free.touched(block)
+    def touch(blocks):  # a flat sequence of blocks in 0.32 and 0.33 (block_pool.py)
+        for block in blocks:
+            if not block.is_null:
+                free.touched(block)
         return vllm_touch(blocks)
 
     pool.touch = touch
