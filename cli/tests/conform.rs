@@ -507,6 +507,52 @@ fn a_bad_workload_line_is_named_and_others_still_run() {
     let _ = fs::remove_dir_all(&tmp);
 }
 
+/// R30 with `weight share`: the replay reads each request's `share` from
+/// workload.jsonl (q18_wfq was recorded with shares 4, 2, 1), so with every share
+/// made 1 it is VTC and diverges; a share that is no whole number ≥ 1 is named with
+/// its line.
+#[test]
+fn the_recorded_shares_decide_and_a_bad_share_is_named() {
+    let tmp = scratch("shares");
+    let rewrite = |name: &str, edit: &dyn Fn(usize, &mut Value)| {
+        let dir = tmp.join(name);
+        copy_scenario(&plugin().join("q18_wfq"), &dir);
+        let w = fs::read_to_string(dir.join("workload.jsonl")).expect("workload");
+        let lines: Vec<String> = w
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                let mut v: Value = serde_json::from_str(l).expect("a JSON line");
+                edit(i, &mut v);
+                v.to_string()
+            })
+            .collect();
+        fs::write(dir.join("workload.jsonl"), lines.join("\n") + "\n").expect("write");
+        dir
+    };
+    let equal = rewrite("q18_equal_shares", &|_, v| v["share"] = 1.into());
+    let o = poolc(&["conform", equal.to_str().expect("UTF-8")]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains("q18_equal_shares: step 19 is the first divergent step"),
+        "{out}"
+    );
+    let bad = rewrite("q18_bad_share", &|i, v| {
+        if i == 2 {
+            v["share"] = 0.into();
+        }
+    });
+    let o = poolc(&["conform", bad.to_str().expect("UTF-8")]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        err.contains("workload.jsonl:3: `share` 0 is not a whole number >= 1"),
+        "{err}"
+    );
+    let _ = fs::remove_dir_all(&tmp);
+}
+
 fn compile(source: &str) -> poolc::Compiled {
     poolc::compile(source, &poolc::Options::default()).expect("the spec compiles")
 }
