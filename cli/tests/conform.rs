@@ -530,22 +530,23 @@ fn the_recorded_shares_decide_and_a_bad_share_is_named() {
         fs::write(dir.join("workload.jsonl"), lines.join("\n") + "\n").expect("write");
         dir
     };
-    let equal = rewrite("q18_equal_shares", &|_, v| v["share"] = 1.into());
-    let o = poolc(&["conform", equal.to_str().expect("UTF-8")]);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    // `poolc conform DIR`, which must exit 1: its stdout and stderr.
+    let failing = |dir: &Path| {
+        let o = poolc(&["conform", dir.to_str().expect("UTF-8")]);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{out}{err}");
+        (out, err)
+    };
+    let (out, _) = failing(&rewrite("q18_equal_shares", &|_, v| v["share"] = 1.into()));
     assert!(
         out.contains("q18_equal_shares: step 19 is the first divergent step"),
         "{out}"
     );
-    let bad = rewrite("q18_bad_share", &|i, v| {
+    let (_, err) = failing(&rewrite("q18_bad_share", &|i, v| {
         if i == 2 {
             v["share"] = 0.into();
         }
-    });
-    let o = poolc(&["conform", bad.to_str().expect("UTF-8")]);
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    }));
     assert!(
         err.contains("workload.jsonl:3: `share` 0 is not a whole number >= 1"),
         "{err}"

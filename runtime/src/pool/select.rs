@@ -109,6 +109,8 @@ impl Pool {
         let row = &mut self.scratch.rows;
         row.clear();
         row.resize(layout.row.len(), 0.0);
+        // Fixed keys read no `service` (it changes while a hold waits: not fixed), so
+        // no counters are passed.
         fill_queue_row(row, &layout.row, w, &self.store, self.block, None, env);
         // Fixed keys read no ctx slot (the layout's ctx is empty).
         let row = &self.scratch.rows;
