@@ -9,6 +9,9 @@
 //! is summed in the order latencies arrive, so it also pins their order); and
 //! replicas whose iterations end at the same instants, where the event order between
 //! members decides.
+//!
+//! The replay with no observer also defers the decodes of residents that only
+//! decode (issue #35 item 2): those tests pin it the same way, and that it engages.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
@@ -56,23 +59,32 @@ impl Observer for Recorder {
     }
 }
 
-/// Replays `w` four ways: with no observer and with one that reads iterations and
-/// latencies (both may run ahead); with that observer and `one_at_a_time`; and with
-/// one that also wants pool events, which forces one iteration at a time whatever
-/// the option says. Asserts that all four report the same and that the observers
-/// reading iterations are told the same; returns the report and the iterations run
-/// ahead by the replay without an observer.
-fn both(c: &poolc::Compiled, w: &Workload, latencies: LatencySamples) -> (Report, u64) {
+/// How a replay was computed: iterations run ahead, and decodes deferred in them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Ahead {
+    iterations: u64,
+    deferred: u64,
+}
+
+/// Replays `w` four ways: with no observer (which may run ahead and defer decodes)
+/// and with one that reads iterations and latencies (which may run ahead, and is
+/// told every decode); with that observer and `one_at_a_time`; and with one that
+/// also wants pool events, which forces one iteration at a time whatever the option
+/// says. Asserts that all four report the same and that the observers reading
+/// iterations are told the same; returns the report and how the replay without an
+/// observer was computed.
+fn both(c: &poolc::Compiled, w: &Workload, latencies: LatencySamples) -> (Report, Ahead) {
     let config = || poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
     let run = |observer: Option<&mut Recorder>, one_at_a_time: bool| {
-        let mut ahead = 0;
+        let mut ahead = Ahead::default();
         let report = Host::new(config(), w)
             .unwrap()
             .run(RunOptions {
                 latencies,
                 observer: observer.map(|o| o as &mut dyn Observer),
                 one_at_a_time,
-                iterations_ahead: Some(&mut ahead),
+                iterations_ahead: Some(&mut ahead.iterations),
+                decodes_deferred: Some(&mut ahead.deferred),
                 ..RunOptions::default()
             })
             .unwrap();
@@ -87,13 +99,20 @@ fn both(c: &poolc::Compiled, w: &Workload, latencies: LatencySamples) -> (Report
     let (read, read_ahead) = run(Some(&mut reader), false);
     let mut stepper = recorder(false);
     let (stepped, none) = run(Some(&mut stepper), true);
-    assert_eq!(none, 0, "one_at_a_time runs nothing ahead");
+    assert_eq!(none.iterations, 0, "one_at_a_time runs nothing ahead");
     let mut logger = recorder(true);
     let (logged, none) = run(Some(&mut logger), false);
-    assert_eq!(none, 0, "a reader of pool events sees no run ahead");
     assert_eq!(
-        read_ahead, ahead,
+        none.iterations, 0,
+        "a reader of pool events sees no run ahead"
+    );
+    assert_eq!(
+        read_ahead.iterations, ahead.iterations,
         "an observer of iterations changes no run"
+    );
+    assert_eq!(
+        read_ahead.deferred, 0,
+        "an observer of iterations is told every decode"
     );
     for (way, r) in [("observed", &read), ("one_at_a_time", &stepped)] {
         assert_eq!(r.to_json(), logged.to_json(), "{way} vs logged");
@@ -111,9 +130,9 @@ fn both(c: &poolc::Compiled, w: &Workload, latencies: LatencySamples) -> (Report
 }
 
 /// Replays `c` on synthetic sessions at each rate scale, in both percentile modes;
-/// returns the iterations run ahead in all.
-fn same_at_rates(name: &str, c: &poolc::Compiled, sessions: usize) -> u64 {
-    let mut ahead = 0;
+/// returns how they were computed, in all.
+fn same_at_rates(name: &str, c: &poolc::Compiled, sessions: usize) -> Ahead {
+    let mut ahead = Ahead::default();
     for (seed, scale) in [(3, 0.25), (5, 1.0), (9, 4.0)] {
         let mut w = trace::synthetic(sessions, seed);
         w.scale_rate(scale);
@@ -121,7 +140,8 @@ fn same_at_rates(name: &str, c: &poolc::Compiled, sessions: usize) -> u64 {
             eprintln!("{name}, rate ×{scale}, {latencies:?}");
             let (r, n) = both(c, &w, latencies);
             assert_eq!(r.finished + r.rejected, sessions as u64, "{name}");
-            ahead += n;
+            ahead.iterations += n.iterations;
+            ahead.deferred += n.deferred;
         }
     }
     ahead
@@ -145,7 +165,7 @@ fn every_shipped_spec_reports_the_same_run_ahead_and_one_iteration_at_a_time() {
         names.sort();
         specs.extend(names.into_iter().map(|n| format!("{dir}/{n}")));
     }
-    let (mut replayed, mut engaged) = (0, 0);
+    let (mut replayed, mut engaged, mut deferred) = (0, 0, 0);
     for path in &specs {
         let c = spec(path, &[]);
         // Some bench specs are for `poolc bench` alone (no step stage admits them).
@@ -154,11 +174,15 @@ fn every_shipped_spec_reports_the_same_run_ahead_and_one_iteration_at_a_time() {
             continue;
         }
         replayed += 1;
-        engaged += usize::from(same_at_rates(path, &c, 600) > 0);
+        let ahead = same_at_rates(path, &c, 600);
+        engaged += usize::from(ahead.iterations > 0);
+        deferred += usize::from(ahead.deferred > 0);
     }
     assert!(replayed >= 12, "{replayed} of {specs:?}");
-    // Not vacuous: most specs have runs known in advance at these rates.
+    // Not vacuous: most specs have runs known in advance at these rates, and most
+    // of those defer decodes (not those with spills, `fair` or `sum` in `time`).
     assert!(engaged * 4 >= replayed * 3, "{engaged} of {replayed}");
+    assert!(deferred * 2 >= replayed, "{deferred} of {replayed}");
 }
 
 #[test]
@@ -201,7 +225,13 @@ fn runs_ahead_between_evictions_spills_and_preemptions_change_nothing() {
     ];
     for (name, c) in &cases {
         let ahead = same_at_rates(name, c, 1500);
-        assert!(ahead > 0, "{name}: nothing ran ahead");
+        assert!(ahead.iterations > 0, "{name}: nothing ran ahead");
+        // Decodes are never deferred where vllm.pool's `time` sums over the takes
+        // (R29), where a tier's pool spills, or among replicas (the members'
+        // iterations interleave, so a run ends after one iteration); vllm_priority's
+        // are.
+        let never = !name.starts_with("vllm_priority");
+        assert_eq!(ahead.deferred == 0, never, "{name}: {ahead:?}");
     }
     // The small pools did make the rules act between the runs.
     let mut w = trace::synthetic(1500, 5);
@@ -210,6 +240,22 @@ fn runs_ahead_between_evictions_spills_and_preemptions_change_nothing() {
     assert!(r.evictions > 0 && r.preemptions > 0, "{}", r.to_text());
     let (r, _) = both(&cases[1].1, &w, LatencySamples::Sketch);
     assert!(r.spills > 0 && r.tier_loads > 0, "{}", r.to_text());
+}
+
+#[test]
+fn deferred_decodes_keep_the_context_an_iteration_time_reads() {
+    // `context` without `sum` is what deferred decodes count for `time` without
+    // visiting the residents (one unit more each iteration, a finished one's off):
+    // a miscount changes every later iteration's time, so the report.
+    let c = spec(
+        "examples/vllm_priority.pool",
+        &[(
+            "time (0.005 + 0.00002 * tokens);",
+            "time (0.005 + 0.00002 * tokens + 0.0000003 * context);",
+        )],
+    );
+    let ahead = same_at_rates("vllm_priority reading context", &c, 1500);
+    assert!(ahead.deferred > 0, "{ahead:?}");
 }
 
 #[test]
@@ -228,6 +274,7 @@ fn replicas_whose_iterations_end_together_keep_the_order_between_members() {
     }
     for latencies in [LatencySamples::Sketch, LatencySamples::Exact] {
         let (_, ahead) = both(&c, &w, latencies);
-        assert!(ahead > 0);
+        // Every run ends at the next tie, after one iteration: none defers.
+        assert!(ahead.iterations > 0, "{ahead:?}");
     }
 }

@@ -187,6 +187,7 @@ fn run_host<'a>(
         allow_unfinished: false,
         one_at_a_time: false,
         iterations_ahead: None,
+        decodes_deferred: None,
         latencies: if watch.exact_percentiles {
             LatencySamples::Exact
         } else {

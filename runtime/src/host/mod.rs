@@ -67,6 +67,11 @@ pub struct RunOptions<'a> {
     /// what it reports or tells (a reader of pool events, the log among them, makes
     /// it 0). For tests and benchmarks.
     pub iterations_ahead: Option<&'a mut u64>,
+    /// Set at the end to how many resident decodes inside those runs were deferred
+    /// (made without visiting the resident, docs/HOST.md "Runs known in advance"):
+    /// like `iterations_ahead`, how the replay was computed, never what it reports.
+    /// For tests and benchmarks.
+    pub decodes_deferred: Option<&'a mut u64>,
 }
 
 /// How a run keeps latencies for its report's percentiles (docs/HOST.md,

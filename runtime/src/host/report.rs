@@ -53,6 +53,14 @@ impl Samples {
     }
 }
 
+impl Samples {
+    /// `n` inter-token latencies of `itl` seconds each, as `n` [`Latency::Token`]
+    /// moments would record them.
+    pub(crate) fn tokens(&mut self, itl: f64, n: u64) {
+        self.itl.push_n(itl, n);
+    }
+}
+
 impl Observer for Samples {
     fn latency(&mut self, latency: &Latency) -> io::Result<()> {
         match *latency {

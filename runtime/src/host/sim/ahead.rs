@@ -9,14 +9,64 @@
 //! per-operation refreshes around them; its end is [`Host::end_iteration`] itself.
 //! It decides nothing a rule decides: an iteration that is not provably of that
 //! shape is left to the ordinary path, which also reports every error.
+//!
+//! Inside a run, when nothing can read a resident's state between its changes (no
+//! observer or log, no service counters, no per-take row in `time`, no spills), the
+//! decodes of the residents that only decode are deferred ([`Deferred`], issue #35
+//! item 2): an iteration visits only the residents whose grow allocates or fills a
+//! block, or whose token is their last, and the others catch up, all deferred
+//! iterations at once, when they next do one of those or when the run ends. Every
+//! operation that can change a pool, a report or what a rule reads is still made
+//! at its own time and in its own order; what is deferred is what no one reads in
+//! between (a hold's units inside its blocks, a session's counters).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use crate::pool::Grown;
-use crate::types::Units;
+use crate::types::{SessionId, Units};
 
-use super::super::config::HostError;
-use super::session::StageQ;
+use super::super::config::{HostError, IterTime};
+use super::session::{Sess, StageQ};
 use super::step::{Counts, Take, TakeKind, Takers};
 use super::{Class, Host, Io, StepIx, What};
+
+/// Residents whose decodes are deferred inside a run known in advance (see the
+/// module documentation). Its buffers are kept from run to run.
+#[derive(Debug, Default)]
+pub(super) struct Deferred {
+    active: bool,
+    /// Iterations run since the deferral began: the current one's number.
+    j: u64,
+    /// The end of the previous iteration, every resident's last token.
+    t_prev: f64,
+    /// By rank (admission order when the deferral began): the session.
+    sess: Vec<SessionId>,
+    /// By rank: the iteration whose start its state is exact at (the pool's hold
+    /// and the host's session), or [`GONE`] once it finished.
+    exact: Vec<u64>,
+    /// (iteration, rank) of each resident's next iteration that is not quiet.
+    due: BinaryHeap<Reverse<(u64, u32)>>,
+    /// The current iteration's due ranks, in rank order.
+    now: Vec<u32>,
+    /// Units of context of the current iteration (`decode_counts`' sum).
+    context: u64,
+    /// Decodes deferred in all (`RunOptions::decodes_deferred`).
+    pub(super) decodes: u64,
+}
+
+/// A rank whose session finished.
+const GONE: u64 = u64::MAX;
+
+/// Iterations from `x`'s exact state to the next one in which it is not quiet: its
+/// grow allocates a block (computed a multiple of `block`) or fills one (which
+/// registers it, R7), or its token is its last.
+fn due_in(x: &Sess, block: u64) -> u64 {
+    // The grow at computed ≡ block − 1 fills a block, the next allocates one.
+    let r = x.computed % block;
+    let grow = if r == 0 { 0 } else { block - 1 - r };
+    grow.min(x.output.saturating_sub(x.generated + 1))
+}
 
 impl Host<'_> {
     /// At a Start of member `m` at `now`: runs the iterations from here that are
@@ -26,15 +76,27 @@ impl Host<'_> {
     pub(super) fn run_ahead(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<bool, HostError> {
         // The cheap checks first: at most Starts of a memory-bound replay something
         // waits, and the residents' holds need not be looked at.
+        debug_assert!(!self.deferred.active, "a deferral outlived its run");
         if !self.run_ahead || !self.nothing_pending(m) || !self.residents_decode(m) {
             return Ok(false);
         }
+        let defer = self.may_defer(m, io);
         let mut first = true;
         loop {
+            let deferring = self.deferred.active;
             // After an End the ordinary path pushes the next Start: anything at this
             // instant (an arrival, a member woken by a release, a tie) goes before it.
-            let known = (first || self.next_event() > self.now) && self.decodes_known(m);
-            let counts = self.decode_counts(m);
+            let known = (first || self.next_event() > self.now)
+                && if deferring {
+                    self.deferred_known(m)
+                } else {
+                    self.decodes_known(m)
+                };
+            let counts = if deferring {
+                self.deferred_counts(m)
+            } else {
+                self.decode_counts(m)
+            };
             // A time the compiled `time` refuses is the ordinary iteration's error.
             let dt = known
                 .then(|| {
@@ -47,10 +109,18 @@ impl Host<'_> {
                 if first {
                     return Ok(false);
                 }
+                self.catch_up()?;
                 self.push(self.now, Class::Start, What::Start(m));
                 return Ok(true);
             };
             first = false;
+            // No spill is possible while deferring, so nothing the iteration's start
+            // does can push an event: whether its End comes first is known now.
+            if deferring && self.now + dt < self.next_event() {
+                self.deferred_iteration(m, dt, io)?;
+                continue;
+            }
+            self.catch_up()?;
             self.start_decodes(m, dt, io)?;
             self.ahead += 1;
             // As the event loop does after a Start.
@@ -68,7 +138,210 @@ impl Host<'_> {
             self.advance(end);
             self.end_iteration(m, io)?;
             self.sample();
+            if defer && !self.steps[m].residents.is_empty() {
+                self.defer_begin(m);
+            }
         }
+    }
+
+    /// Whether `m`'s decodes may be deferred: nothing reads a resident between its
+    /// changes. Observers and logs are told every take; service counters (R30) add
+    /// each take in turn; a `time` with `sum` (R29) reads every take's row; a spill
+    /// (R12) pushes a link event in the middle of an iteration's start.
+    fn may_defer(&self, m: StepIx, io: &Io<'_>) -> bool {
+        let st = &self.steps[m];
+        let rowless = match &st.time {
+            IterTime::Fixed(_) => true,
+            IterTime::Compiled { row, .. } => row.is_empty(),
+        };
+        !io.iterations()
+            && !self.charges
+            && rowless
+            && st.pools.iter().all(|&p| self.info[p].tier.is_none())
+    }
+
+    /// Begins deferring `m`'s decodes after an iteration in which every resident
+    /// decoded: each state is exact, each last token is now.
+    fn defer_begin(&mut self, m: StepIx) {
+        let d = &mut self.deferred;
+        d.sess.clear();
+        d.exact.clear();
+        d.due.clear();
+        d.j = 0;
+        d.t_prev = self.now;
+        d.context = 0;
+        for (k, &s) in self.steps[m].residents.iter().enumerate() {
+            let x = &self.shared.sess[s];
+            let rank = u32::try_from(k).expect("fewer than 2^32 residents");
+            d.sess.push(s);
+            d.exact.push(0);
+            d.context += x.computed + 1;
+            d.due
+                .push(Reverse((due_in(x, self.info[x.pool].block), rank)));
+        }
+        d.active = true;
+    }
+
+    /// `decodes_known` while deferring: takes the current iteration's due ranks,
+    /// and counts the blocks their grows allocate in each pool.
+    fn deferred_known(&mut self, m: StepIx) -> bool {
+        let d = &mut self.deferred;
+        d.now.clear();
+        while let Some(&Reverse((j, k))) = d.due.peek() {
+            debug_assert!(j >= d.j, "a due iteration passed");
+            if j != d.j {
+                break;
+            }
+            d.due.pop();
+            d.now.push(k);
+        }
+        if !self.nothing_pending(m) {
+            return false;
+        }
+        let d = &self.deferred;
+        self.steps[m].pools.iter().all(|&p| {
+            let block = self.info[p].block;
+            let full = d
+                .now
+                .iter()
+                .map(|&k| (k as usize, &self.shared.sess[d.sess[k as usize]]))
+                .filter(|(k, x)| {
+                    x.pool == p && (x.computed + d.j - d.exact[*k]).is_multiple_of(block)
+                })
+                .count();
+            self.pools[p].can_allocate(full as u64)
+        })
+    }
+
+    /// `decode_counts` while deferring.
+    fn deferred_counts(&self, m: StepIx) -> Counts {
+        let r = self.steps[m].residents.len() as u64;
+        Counts {
+            tokens: r,
+            prefill: 0,
+            decode: r,
+            residents: r,
+            context: self.deferred.context,
+        }
+    }
+
+    /// Brings rank `k` to the current iteration's start: its deferred decodes, each
+    /// a grow inside its blocks and a token, applied at once.
+    fn sync(&mut self, k: usize) -> Result<(), HostError> {
+        let d = &mut self.deferred;
+        let lag = d.j - d.exact[k];
+        if lag == 0 {
+            return Ok(());
+        }
+        d.exact[k] = d.j;
+        let s = d.sess[k];
+        let x = &mut self.shared.sess[s];
+        x.computed += lag;
+        x.high = x.high.max(x.computed);
+        x.generated += lag;
+        x.last_token = d.t_prev;
+        let (p, computed) = (x.pool, x.computed);
+        let g = self.pools[p]
+            .grow(self.now, s, Units(lag), &self.shared)
+            .map_err(self.engine(p))?;
+        debug_assert!(g == Grown::Grown, "a quiet grow stays inside its blocks");
+        self.pools[p]
+            .set_computed(s, Units(computed))
+            .map_err(self.engine(p))
+    }
+
+    /// Ends the deferral: every resident caught up.
+    fn catch_up(&mut self) -> Result<(), HostError> {
+        if !self.deferred.active {
+            return Ok(());
+        }
+        self.deferred.active = false;
+        for k in 0..self.deferred.sess.len() {
+            if self.deferred.exact[k] != GONE {
+                self.sync(k)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One iteration of `m` lasting `dt` with decodes deferred, its End before any
+    /// other event: `start_decodes` and `end_iteration` for the due residents, in
+    /// admission order, and for the quiet ones only what they add up to (their
+    /// tokens and their inter-token latencies, all equal to this iteration's).
+    fn deferred_iteration(&mut self, m: StepIx, dt: f64, io: &mut Io<'_>) -> Result<(), HostError> {
+        let t = self.now;
+        let r = self.steps[m].residents.len() as u64;
+        self.steps[m].clear_iteration();
+        self.shared.current = Some(m);
+        for i in 0..self.deferred.now.len() {
+            let k = self.deferred.now[i] as usize;
+            self.sync(k)?;
+            let s = self.deferred.sess[k];
+            let x = &self.shared.sess[s];
+            let p = x.pool;
+            let allocates = x.computed.is_multiple_of(self.info[p].block);
+            let g = self.pools[p]
+                .grow(t, s, Units(1), &self.shared)
+                .map_err(self.engine(p))?;
+            debug_assert!(g == Grown::Grown, "a known decode's grow fits");
+            if allocates {
+                self.after_op(p, io)?;
+            }
+            self.took(
+                m,
+                Take {
+                    s,
+                    n: 1,
+                    kind: TakeKind::Decode,
+                },
+            );
+        }
+        self.shared.current = None;
+        self.shared.stage_q[m] = StageQ {
+            budget_left: f64::INFINITY,
+            residents: r as f64,
+        };
+        self.steps[m].count_iteration(t, dt, r);
+        self.computed_tokens += r;
+        self.ahead += 1;
+        self.sample();
+        let end = t + dt;
+        self.advance(end);
+        // The End: the due residents' tokens, then the quiet ones'.
+        self.steps[m].in_flight = false;
+        let mut progress = false;
+        let due = self.steps[m].took.len() as u64;
+        // Every resident computes one more unit of context for the next iteration;
+        // a finished one's comes off again below.
+        self.deferred.context += r;
+        for i in 0..self.deferred.now.len() {
+            let k = self.deferred.now[i] as usize;
+            let s = self.deferred.sess[k];
+            progress |= self.computed(m, s, 1, io)?;
+            let x = &self.shared.sess[s];
+            let d = &mut self.deferred;
+            if x.generated == x.output {
+                d.exact[k] = GONE;
+                d.context -= x.computed + 1;
+            } else {
+                d.exact[k] = d.j + 1;
+                let next = d.j + 1 + due_in(x, self.info[x.pool].block);
+                d.due.push(Reverse((next, k as u32)));
+            }
+        }
+        let quiet = r - due;
+        if quiet > 0 {
+            self.samples.tokens(end - self.deferred.t_prev, quiet);
+            self.output_tokens += quiet;
+            self.deferred.decodes += quiet;
+            progress = true;
+        }
+        let d = &mut self.deferred;
+        d.j += 1;
+        d.t_prev = end;
+        self.finish_iteration(m, progress, io)?;
+        self.sample();
+        Ok(())
     }
 
     /// The earliest of the queued events and the next arrival.

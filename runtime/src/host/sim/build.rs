@@ -198,6 +198,7 @@ impl<'w> Host<'w> {
             guard: Guard::new(0),
             run_ahead: false,
             ahead: 0,
+            deferred: super::ahead::Deferred::default(),
             charges,
         };
         for p in host.pools.keys() {

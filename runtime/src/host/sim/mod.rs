@@ -288,6 +288,8 @@ pub struct Host<'w> {
     /// iterations were.
     run_ahead: bool,
     ahead: u64,
+    /// Decodes deferred inside a run known in advance (ahead.rs): buffers kept.
+    deferred: ahead::Deferred,
     /// Whether some pool keeps service counters (R30): takes are charged only then,
     /// so a spec without `fair` pays nothing per take.
     charges: bool,
@@ -372,6 +374,9 @@ impl Host<'_> {
         }
         if let Some(n) = options.iterations_ahead {
             *n = self.ahead;
+        }
+        if let Some(n) = options.decodes_deferred {
+            *n = self.deferred.decodes;
         }
         let report = self.report();
         if let Some(log) = &mut io.log {

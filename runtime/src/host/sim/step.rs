@@ -182,6 +182,9 @@ impl StepMember {
                         }
                         self.took.len()
                     }
+                    // No row to fill (a `time` without `sum`): nothing to read
+                    // per resident, which deferred decodes rely on (ahead.rs).
+                    Takers::ResidentsDecoding if row.is_empty() => self.residents.len(),
                     Takers::ResidentsDecoding => {
                         for &s in &self.residents {
                             let take = Take {
@@ -621,13 +624,25 @@ impl Host<'_> {
     /// that are complete sample one token, finished sessions release in the order
     /// they took tokens.
     pub(super) fn end_iteration(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
-        let t = self.now;
         self.steps[m].in_flight = false;
         let mut progress = false;
         for k in 0..self.steps[m].took.len() {
             let Take { s, n, .. } = self.steps[m].took[k];
             progress |= self.computed(m, s, n, io)?;
         }
+        self.finish_iteration(m, progress, io)
+    }
+
+    /// The rest of R15 step 4 once every take's units are computed: finished
+    /// sessions release in the order they took tokens, handed-off ones start their
+    /// transfers, and the iteration is told and counted for the progress guard.
+    pub(super) fn finish_iteration(
+        &mut self,
+        m: StepIx,
+        progress: bool,
+        io: &mut Io<'_>,
+    ) -> Result<(), HostError> {
+        let t = self.now;
         for k in 0..self.steps[m].finished.len() {
             let s = self.steps[m].finished[k];
             let p = self.shared.sess[s].pool;
