@@ -222,15 +222,27 @@ fn runs_ahead_between_evictions_spills_and_preemptions_change_nothing() {
                 &[("param blocks = 4096;", "param blocks = 200;")],
             ),
         ),
+        (
+            "fleet, 4 replicas of 300 blocks",
+            spec(
+                "examples/fleet/least_queued.pool",
+                &[(
+                    "param num_gpu_blocks = 28000;",
+                    "param num_gpu_blocks = 300;",
+                )],
+            ),
+        ),
     ];
     for (name, c) in &cases {
         let ahead = same_at_rates(name, c, 1500);
         assert!(ahead.iterations > 0, "{name}: nothing ran ahead");
         // Decodes are never deferred where vllm.pool's `time` sums over the takes
-        // (R29), where a tier's pool spills, or among replicas (the members'
-        // iterations interleave, so a run ends after one iteration); vllm_priority's
-        // are.
-        let never = !name.starts_with("vllm_priority");
+        // (R29) or where a tier's pool spills (tiered, replicas); vllm_priority's
+        // are, and the fleet's, whose deferrals outlast runs (each replica's
+        // iterations interleave with the others').
+        let never = ["vllm,", "tiered", "replicas"]
+            .iter()
+            .any(|n| name.starts_with(n));
         assert_eq!(ahead.deferred == 0, never, "{name}: {ahead:?}");
     }
     // The small pools did make the rules act between the runs.
@@ -259,6 +271,33 @@ fn deferred_decodes_keep_the_context_an_iteration_time_reads() {
 }
 
 #[test]
+fn a_fleet_whose_iterations_end_together_keeps_the_order_between_members() {
+    // As below, for a fleet without a tier, whose decodes are deferred across the
+    // other replicas' events: a tie at every iteration's end.
+    let c = spec(
+        "examples/fleet/least_queued.pool",
+        &[
+            (
+                "time (0.0057527 + 0.00001725 * prefill + 0.000006 * decode);",
+                "time (0.25);",
+            ),
+            (
+                "param num_gpu_blocks = 28000;",
+                "param num_gpu_blocks = 400;",
+            ),
+        ],
+    );
+    let mut w = trace::synthetic(800, 13);
+    for (i, s) in w.sessions.iter_mut().enumerate() {
+        s.arrival = (i / 3) as f64 * 0.25;
+    }
+    for latencies in [LatencySamples::Sketch, LatencySamples::Exact] {
+        let (_, ahead) = both(&c, &w, latencies);
+        assert!(ahead.iterations > 0 && ahead.deferred > 0, "{ahead:?}");
+    }
+}
+
+#[test]
 fn replicas_whose_iterations_end_together_keep_the_order_between_members() {
     // A fixed time of 1/4 s, exact in binary: the four replicas' iterations end at
     // the same instants, and at a tie the members' Ends go in push order. A run
@@ -274,7 +313,7 @@ fn replicas_whose_iterations_end_together_keep_the_order_between_members() {
     }
     for latencies in [LatencySamples::Sketch, LatencySamples::Exact] {
         let (_, ahead) = both(&c, &w, latencies);
-        // Every run ends at the next tie, after one iteration: none defers.
+        // Its pools spill to the host tier: none defers.
         assert!(ahead.iterations > 0, "{ahead:?}");
     }
 }

@@ -33,7 +33,7 @@ use super::{Class, Host, Io, StepIx, What};
 
 /// Residents whose decodes are deferred inside a run known in advance (see the
 /// module documentation). Its buffers are kept from run to run.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) struct Deferred {
     active: bool,
     /// Iterations run since the deferral began: the current one's number.
@@ -51,7 +51,11 @@ pub(super) struct Deferred {
     now: Vec<u32>,
     /// Units of context of the current iteration (`decode_counts`' sum).
     context: u64,
-    /// Decodes deferred in all (`RunOptions::decodes_deferred`).
+    /// Residents of the iteration under way (its End is in the event queue when
+    /// `end_pending`).
+    taking: u64,
+    end_pending: bool,
+    /// Decodes deferred (`RunOptions::decodes_deferred`).
     pub(super) decodes: u64,
 }
 
@@ -76,14 +80,20 @@ impl Host<'_> {
     pub(super) fn run_ahead(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<bool, HostError> {
         // The cheap checks first: at most Starts of a memory-bound replay something
         // waits, and the residents' holds need not be looked at.
-        debug_assert!(!self.deferred.active, "a deferral outlived its run");
-        if !self.run_ahead || !self.nothing_pending(m) || !self.residents_decode(m) {
+        let active = self.deferred[m].active;
+        if !self.run_ahead || !self.nothing_pending(m) || !(active || self.residents_decode(m)) {
+            self.catch_up(m)?;
             return Ok(false);
         }
         let defer = self.may_defer(m, io);
+        // Every resident sampled a token at the End just before this Start (it is
+        // exact, and its last token is now): its decodes can be deferred from here.
+        if !active && defer && self.sampled_now(m) {
+            self.defer_begin(m);
+        }
         let mut first = true;
         loop {
-            let deferring = self.deferred.active;
+            let deferring = self.deferred[m].active;
             // After an End the ordinary path pushes the next Start: anything at this
             // instant (an arrival, a member woken by a release, a tie) goes before it.
             let known = (first || self.next_event() > self.now)
@@ -106,21 +116,37 @@ impl Host<'_> {
                 })
                 .flatten();
             let Some(dt) = dt else {
+                self.catch_up(m)?;
                 if first {
                     return Ok(false);
                 }
-                self.catch_up()?;
                 self.push(self.now, Class::Start, What::Start(m));
                 return Ok(true);
             };
             first = false;
-            // No spill is possible while deferring, so nothing the iteration's start
-            // does can push an event: whether its End comes first is known now.
-            if deferring && self.now + dt < self.next_event() {
-                self.deferred_iteration(m, dt, io)?;
-                continue;
+            if deferring {
+                // No spill is possible while deferring, so nothing the iteration's
+                // start does can push an event: whether its End comes first is
+                // known now.
+                let end = self.now + dt;
+                let inline = end < self.next_event();
+                if inline || self.may_persist(m) {
+                    self.deferred_start(m, dt, io)?;
+                    if !inline {
+                        // The deferral outlasts the run: the End is the queue's,
+                        // and the events before it read nothing of m's residents.
+                        self.steps[m].in_flight = true;
+                        self.deferred[m].end_pending = true;
+                        self.push(end, Class::End, What::End(m));
+                        return Ok(true);
+                    }
+                    self.advance(end);
+                    self.deferred_end(m, io)?;
+                    self.sample();
+                    continue;
+                }
+                self.catch_up(m)?;
             }
-            self.catch_up()?;
             self.start_decodes(m, dt, io)?;
             self.ahead += 1;
             // As the event loop does after a Start.
@@ -144,6 +170,49 @@ impl Host<'_> {
         }
     }
 
+    /// The End of `m`'s iteration from the event queue: deferred or ordinary.
+    pub(super) fn end_of(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
+        if self.deferred[m].end_pending {
+            self.deferred[m].end_pending = false;
+            self.deferred_end(m, io)
+        } else {
+            self.end_iteration(m, io)
+        }
+    }
+
+    /// Whether `m`'s deferral may outlast a run, its End and the next Start going
+    /// through the event queue: nothing another member or an arrival does can read
+    /// its residents. Its pools are its own (no other member grows, admits or
+    /// releases in them) and take part in no handoff and no link; an arrival routed
+    /// to one is only enqueued, which reads no hold, and the next Start then finds
+    /// something to admit and catches up.
+    fn may_persist(&self, m: StepIx) -> bool {
+        self.links.len() == 0
+            && self.steps[m].pools.iter().all(|&p| {
+                let info = &self.info[p];
+                info.served_by.len() == 1
+                    && info.handoff.is_none()
+                    && !info.is_target
+                    && !info.is_tier
+            })
+    }
+
+    /// Whether every resident of `m` sampled its last token now.
+    fn sampled_now(&self, m: StepIx) -> bool {
+        self.steps[m]
+            .residents
+            .iter()
+            .all(|&s| self.shared.sess[s].last_token == self.now)
+    }
+
+    /// Ends every member's deferral (the run's end: the report reads the sessions).
+    pub(super) fn catch_up_all(&mut self) -> Result<(), HostError> {
+        for m in self.steps.keys() {
+            self.catch_up(m)?;
+        }
+        Ok(())
+    }
+
     /// Whether `m`'s decodes may be deferred: nothing reads a resident between its
     /// changes. Observers and logs are told every take; service counters (R30) add
     /// each take in turn; a `time` with `sum` (R29) reads every take's row; a spill
@@ -163,13 +232,14 @@ impl Host<'_> {
     /// Begins deferring `m`'s decodes after an iteration in which every resident
     /// decoded: each state is exact, each last token is now.
     fn defer_begin(&mut self, m: StepIx) {
-        let d = &mut self.deferred;
+        let d = &mut self.deferred[m];
         d.sess.clear();
         d.exact.clear();
         d.due.clear();
         d.j = 0;
         d.t_prev = self.now;
         d.context = 0;
+        d.end_pending = false;
         for (k, &s) in self.steps[m].residents.iter().enumerate() {
             let x = &self.shared.sess[s];
             let rank = u32::try_from(k).expect("fewer than 2^32 residents");
@@ -185,7 +255,7 @@ impl Host<'_> {
     /// `decodes_known` while deferring: takes the current iteration's due ranks,
     /// and counts the blocks their grows allocate in each pool.
     fn deferred_known(&mut self, m: StepIx) -> bool {
-        let d = &mut self.deferred;
+        let d = &mut self.deferred[m];
         d.now.clear();
         while let Some(&Reverse((j, k))) = d.due.peek() {
             debug_assert!(j >= d.j, "a due iteration passed");
@@ -198,7 +268,7 @@ impl Host<'_> {
         if !self.nothing_pending(m) {
             return false;
         }
-        let d = &self.deferred;
+        let d = &self.deferred[m];
         self.steps[m].pools.iter().all(|&p| {
             let block = self.info[p].block;
             let full = d
@@ -221,14 +291,14 @@ impl Host<'_> {
             prefill: 0,
             decode: r,
             residents: r,
-            context: self.deferred.context,
+            context: self.deferred[m].context,
         }
     }
 
     /// Brings rank `k` to the current iteration's start: its deferred decodes, each
     /// a grow inside its blocks and a token, applied at once.
-    fn sync(&mut self, k: usize) -> Result<(), HostError> {
-        let d = &mut self.deferred;
+    fn sync(&mut self, m: StepIx, k: usize) -> Result<(), HostError> {
+        let d = &mut self.deferred[m];
         let lag = d.j - d.exact[k];
         if lag == 0 {
             return Ok(());
@@ -250,33 +320,34 @@ impl Host<'_> {
             .map_err(self.engine(p))
     }
 
-    /// Ends the deferral: every resident caught up.
-    fn catch_up(&mut self) -> Result<(), HostError> {
-        if !self.deferred.active {
+    /// Ends `m`'s deferral, if any: every resident caught up.
+    fn catch_up(&mut self, m: StepIx) -> Result<(), HostError> {
+        if !self.deferred[m].active {
             return Ok(());
         }
-        self.deferred.active = false;
-        for k in 0..self.deferred.sess.len() {
-            if self.deferred.exact[k] != GONE {
-                self.sync(k)?;
+        debug_assert!(!self.deferred[m].end_pending, "catching up mid-iteration");
+        self.deferred[m].active = false;
+        for k in 0..self.deferred[m].sess.len() {
+            if self.deferred[m].exact[k] != GONE {
+                self.sync(m, k)?;
             }
         }
         Ok(())
     }
 
-    /// One iteration of `m` lasting `dt` with decodes deferred, its End before any
-    /// other event: `start_decodes` and `end_iteration` for the due residents, in
-    /// admission order, and for the quiet ones only what they add up to (their
-    /// tokens and their inter-token latencies, all equal to this iteration's).
-    fn deferred_iteration(&mut self, m: StepIx, dt: f64, io: &mut Io<'_>) -> Result<(), HostError> {
+    /// The start of an iteration of `m` lasting `dt` with decodes deferred:
+    /// `start_decodes` for the due residents, in admission order; the quiet ones
+    /// only count.
+    fn deferred_start(&mut self, m: StepIx, dt: f64, io: &mut Io<'_>) -> Result<(), HostError> {
         let t = self.now;
         let r = self.steps[m].residents.len() as u64;
+        self.deferred[m].taking = r;
         self.steps[m].clear_iteration();
         self.shared.current = Some(m);
-        for i in 0..self.deferred.now.len() {
-            let k = self.deferred.now[i] as usize;
-            self.sync(k)?;
-            let s = self.deferred.sess[k];
+        for i in 0..self.deferred[m].now.len() {
+            let k = self.deferred[m].now[i] as usize;
+            self.sync(m, k)?;
+            let s = self.deferred[m].sess[k];
             let x = &self.shared.sess[s];
             let p = x.pool;
             let allocates = x.computed.is_multiple_of(self.info[p].block);
@@ -304,22 +375,29 @@ impl Host<'_> {
         self.steps[m].count_iteration(t, dt, r);
         self.computed_tokens += r;
         self.ahead += 1;
+        // As the event loop does after a Start.
         self.sample();
-        let end = t + dt;
-        self.advance(end);
-        // The End: the due residents' tokens, then the quiet ones'.
+        Ok(())
+    }
+
+    /// The End of a deferred iteration of `m`, now: `end_iteration` for the due
+    /// residents, and for the quiet ones only what they add up to (their tokens and
+    /// their inter-token latencies, all equal to this iteration's).
+    fn deferred_end(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
+        let end = self.now;
+        let r = self.deferred[m].taking;
         self.steps[m].in_flight = false;
         let mut progress = false;
         let due = self.steps[m].took.len() as u64;
         // Every resident computes one more unit of context for the next iteration;
         // a finished one's comes off again below.
-        self.deferred.context += r;
-        for i in 0..self.deferred.now.len() {
-            let k = self.deferred.now[i] as usize;
-            let s = self.deferred.sess[k];
+        self.deferred[m].context += r;
+        for i in 0..self.deferred[m].now.len() {
+            let k = self.deferred[m].now[i] as usize;
+            let s = self.deferred[m].sess[k];
             progress |= self.computed(m, s, 1, io)?;
             let x = &self.shared.sess[s];
-            let d = &mut self.deferred;
+            let d = &mut self.deferred[m];
             if x.generated == x.output {
                 d.exact[k] = GONE;
                 d.context -= x.computed + 1;
@@ -331,17 +409,15 @@ impl Host<'_> {
         }
         let quiet = r - due;
         if quiet > 0 {
-            self.samples.tokens(end - self.deferred.t_prev, quiet);
+            self.samples.tokens(end - self.deferred[m].t_prev, quiet);
             self.output_tokens += quiet;
-            self.deferred.decodes += quiet;
+            self.deferred[m].decodes += quiet;
             progress = true;
         }
-        let d = &mut self.deferred;
+        let d = &mut self.deferred[m];
         d.j += 1;
         d.t_prev = end;
-        self.finish_iteration(m, progress, io)?;
-        self.sample();
-        Ok(())
+        self.finish_iteration(m, progress, io)
     }
 
     /// The earliest of the queued events and the next arrival.

@@ -198,9 +198,10 @@ impl<'w> Host<'w> {
             guard: Guard::new(0),
             run_ahead: false,
             ahead: 0,
-            deferred: super::ahead::Deferred::default(),
+            deferred: Table::new(),
             charges,
         };
+        host.deferred = Table::filled(host.steps.len(), super::ahead::Deferred::default());
         for p in host.pools.keys() {
             host.refresh(p);
         }

@@ -288,8 +288,8 @@ pub struct Host<'w> {
     /// iterations were.
     run_ahead: bool,
     ahead: u64,
-    /// Decodes deferred inside a run known in advance (ahead.rs): buffers kept.
-    deferred: ahead::Deferred,
+    /// Each step member's decodes deferred in runs known in advance (ahead.rs).
+    deferred: Table<StepIx, ahead::Deferred>,
     /// Whether some pool keeps service counters (R30): takes are charged only then,
     /// so a spec without `fair` pays nothing per take.
     charges: bool,
@@ -351,7 +351,7 @@ impl Host<'_> {
                     self.advance(ev.t);
                     match ev.what {
                         What::End(m) => {
-                            self.end_iteration(m, &mut io)?;
+                            self.end_of(m, &mut io)?;
                             // The next iteration starts at this time, after arrivals.
                             self.push(self.now, Class::Start, What::Start(m));
                         }
@@ -369,6 +369,7 @@ impl Host<'_> {
             }
             self.sample();
         }
+        self.catch_up_all()?;
         if !options.allow_unfinished {
             self.deadlocked()?;
         }
@@ -376,7 +377,7 @@ impl Host<'_> {
             *n = self.ahead;
         }
         if let Some(n) = options.decodes_deferred {
-            *n = self.deferred.decodes;
+            *n = self.deferred.iter().map(|d| d.decodes).sum();
         }
         let report = self.report();
         if let Some(log) = &mut io.log {
