@@ -15,10 +15,15 @@ mod index;
 
 pub(crate) use index::Near;
 
-use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
+use crate::types::{BlockId, BlockKey, EntryId, RunId, SessionId, SnapSlot};
 
 /// "No block" in the intrusive links below.
 const NO_BLOCK: BlockId = BlockId(u32::MAX);
+
+/// A block's `next_dup` while it is not registered (block ids stay below it): the
+/// key then needs no `Option`, whose tag would make a block 48 bytes instead of 40,
+/// and a fleet's block tables are tens of megabytes (docs/PERFORMANCE.md, issue #35).
+const UNREGISTERED: BlockId = BlockId(u32::MAX - 1);
 
 /// How many physical blocks one chain's known content may need: block ids are
 /// `u32`, and the largest is [`NO_BLOCK`].
@@ -41,8 +46,8 @@ impl EntrySlot {
 
 #[derive(Clone, Debug)]
 struct Block {
-    /// Set while the block is registered (hittable).
-    key: Option<BlockKey>,
+    /// Its key while it is registered (hittable): see [`Block::key`].
+    key: BlockKey,
     /// Holders holding it; 0 when cached or free.
     refs: u32,
     /// The entry slot while cached, else NIL.
@@ -50,7 +55,8 @@ struct Block {
     /// Neighbours inside the entry, in chain order (prev is towards the head).
     prev: BlockId,
     next: BlockId,
-    /// The next later-registered copy with the same key (registration order).
+    /// While registered, the next later-registered copy with the same key
+    /// (registration order; NO_BLOCK: none); [`UNREGISTERED`] while not.
     next_dup: BlockId,
     /// Admissions whose hit took this block since it was allocated here (R31).
     hits: u32,
@@ -59,14 +65,22 @@ struct Block {
 impl Block {
     fn free() -> Block {
         Block {
-            key: None,
+            key: BlockKey {
+                run: RunId(0),
+                offset: 0,
+            },
             refs: 0,
             entry: EntrySlot::NIL,
             prev: NO_BLOCK,
             next: NO_BLOCK,
-            next_dup: NO_BLOCK,
+            next_dup: UNREGISTERED,
             hits: 0,
         }
+    }
+
+    /// Its key while registered.
+    fn key(&self) -> Option<BlockKey> {
+        (self.next_dup != UNREGISTERED).then_some(self.key)
     }
 }
 
@@ -235,7 +249,7 @@ impl Store {
     }
 
     pub fn key(&self, b: BlockId) -> Option<BlockKey> {
-        self.block(b).key
+        self.block(b).key()
     }
 
     /// The entry slot of a cached block, `None` when held.
@@ -305,8 +319,8 @@ impl Store {
                 let b = u32::try_from(self.blocks.len())
                     .ok()
                     .map(BlockId)
-                    .filter(|&b| b != NO_BLOCK)
-                    .expect("more than 2^32 - 1 physical blocks in one pool");
+                    .filter(|&b| b.0 < UNREGISTERED.0)
+                    .expect("more than 2^32 - 2 physical blocks in one pool");
                 self.blocks.push(Block::free());
                 b
             }
@@ -328,9 +342,9 @@ impl Store {
 
     /// Makes a held block hittable under `key`, as the latest copy of that key.
     pub fn register(&mut self, b: BlockId, key: BlockKey) {
-        debug_assert!(self.block(b).key.is_none(), "block registered twice");
+        debug_assert!(self.block(b).key().is_none(), "block registered twice");
         self.watch.touch(&key);
-        self.block_mut(b).key = Some(key);
+        self.block_mut(b).key = key;
         self.block_mut(b).next_dup = NO_BLOCK;
         if let Some(mut at) = self.index.insert_or_first(key, b) {
             while self.blocks[at.0 as usize].next_dup != NO_BLOCK {
@@ -341,11 +355,11 @@ impl Store {
     }
 
     fn unregister(&mut self, b: BlockId) {
-        let Some(key) = self.block_mut(b).key.take() else {
+        let Some(key) = self.block(b).key() else {
             return;
         };
         self.watch.touch(&key);
-        let next = std::mem::replace(&mut self.block_mut(b).next_dup, NO_BLOCK);
+        let next = std::mem::replace(&mut self.block_mut(b).next_dup, UNREGISTERED);
         let Some(mut at) = self
             .index
             .release(key, b, (next != NO_BLOCK).then_some(next))
@@ -390,7 +404,7 @@ impl Store {
             slot != EntrySlot::NIL,
             "claiming a block that is not cached"
         );
-        if let Some(key) = self.block(b).key {
+        if let Some(key) = self.block(b).key() {
             self.watch.touch(&key);
         }
         let gone = self.unlink(slot, b);
@@ -410,7 +424,7 @@ impl Store {
         let refs = block.refs;
         // No longer held: a walk that counted it as shared would count differently.
         if refs == 0
-            && let Some(key) = block.key
+            && let Some(key) = block.key()
         {
             self.watch.touch(&key);
         }
@@ -528,7 +542,7 @@ impl Store {
     /// an entry's blocks tail first, R10, so each arrives ahead of the previous).
     pub fn push_head(&mut self, slot: EntrySlot, b: BlockId) {
         debug_assert_eq!(self.block(b).refs, 0);
-        debug_assert!(self.block(b).key.is_some());
+        debug_assert!(self.block(b).key().is_some());
         let head = self.entry(slot).head;
         {
             let block = self.block_mut(b);
@@ -551,7 +565,7 @@ impl Store {
     /// Moves a registered block nobody holds to the tail of an entry.
     pub fn push_tail(&mut self, slot: EntrySlot, b: BlockId) {
         debug_assert_eq!(self.block(b).refs, 0);
-        debug_assert!(self.block(b).key.is_some());
+        debug_assert!(self.block(b).key().is_some());
         let tail = self.entry(slot).tail;
         {
             let block = self.block_mut(b);
@@ -576,7 +590,7 @@ impl Store {
     pub fn evict_tail(&mut self, slot: EntrySlot) -> (BlockKey, Option<Entry>) {
         let b = self.entry(slot).tail;
         assert!(b != NO_BLOCK, "evicting from an empty entry");
-        let key = self.block(b).key.expect("cached blocks are registered");
+        let key = self.block(b).key().expect("cached blocks are registered");
         let gone = self.unlink(slot, b);
         self.unregister(b);
         *self.block_mut(b) = Block::free();
@@ -663,10 +677,10 @@ impl Store {
                 }
             } else if block.entry != EntrySlot::NIL {
                 cached += 1;
-                if block.key.is_none() {
+                if block.key().is_none() {
                     return Err(format!("cached block {i} has no key"));
                 }
-            } else if block.key.is_some() {
+            } else if block.key().is_some() {
                 return Err(format!("free block {i} is still registered"));
             }
         }
@@ -712,19 +726,29 @@ impl Store {
         for (key, first) in self.index.iter() {
             let mut at = first;
             while at != NO_BLOCK {
-                if self.block(at).key != Some(key) {
+                if self.block(at).key() != Some(key) {
                     return Err(format!("key {key} lists block {} of another key", at.0));
                 }
                 indexed += 1;
                 at = self.block(at).next_dup;
             }
         }
-        let registered = self.blocks.iter().filter(|b| b.key.is_some()).count();
+        let registered = self.blocks.iter().filter(|b| b.key().is_some()).count();
         if indexed != registered {
             return Err(format!(
                 "{registered} blocks are registered but the index lists {indexed}"
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_block_record_is_40_bytes_its_key_without_an_option_tag() {
+        // The block table is the replay's largest structure per replica; the size
+        // is what UNREGISTERED buys (docs/PERFORMANCE.md, issue #35).
+        assert_eq!(std::mem::size_of::<super::Block>(), 40);
     }
 }

@@ -197,6 +197,22 @@ fn our_jsonl_errors_name_the_line() {
 }
 
 #[test]
+fn r2_a_run_met_after_another_prefix_names_where_it_was_first_met() {
+    // Run 3 first starts at unit 12 (after runs 1 and 2, 4 + 8 units); on line 3 it
+    // follows run 5. The check keeps no start per run: the message's 12 is the
+    // lengths along run 3's first chain, and line 2's identical chain passes.
+    let first =
+        "{\"arrival\": 1, \"prompt\": 20, \"output\": 1, \"runs\": [[1, 4], [2, 8], [3, 8]]}\n";
+    let again =
+        "{\"arrival\": 2, \"prompt\": 20, \"output\": 1, \"runs\": [[1, 4], [2, 8], [3, 8]]}\n";
+    let other = "{\"arrival\": 3, \"prompt\": 12, \"output\": 1, \"runs\": [[5, 4], [3, 8]]}\n";
+    assert_eq!(
+        err(ours(&format!("{first}{again}{other}"))),
+        "w.jsonl:3: run 3 is at unit 4 with length 8 after run 5 here, but at unit 12 with length 8 after run 2 on line 1 (a run id names the same prefix everywhere)"
+    );
+}
+
+#[test]
 fn azure_csv_arrivals_are_seconds_since_the_first_row_and_nothing_is_shared() {
     let w = az("TIMESTAMP,ContextTokens,GeneratedTokens\n\
                 2023-11-16 18:17:03.9799600,4808,10\n\
