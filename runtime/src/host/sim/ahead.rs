@@ -421,7 +421,7 @@ impl Host<'_> {
     }
 
     /// The earliest of the queued events and the next arrival.
-    fn next_event(&self) -> f64 {
+    pub(super) fn next_event(&self) -> f64 {
         let e = self.events.peek().map_or(f64::INFINITY, |e| e.t);
         let a = self
             .shared

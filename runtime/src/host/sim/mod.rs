@@ -352,18 +352,20 @@ impl Host<'_> {
                     match ev.what {
                         What::End(m) => {
                             self.end_of(m, &mut io)?;
-                            // The next iteration starts at this time, after arrivals.
-                            self.push(self.now, Class::Start, What::Start(m));
-                        }
-                        What::Link(l) => self.link_done(l, &mut io)?,
-                        What::Start(m) => {
-                            // Iterations known in advance go in one call (ahead.rs).
-                            if !self.run_ahead(m, &mut io)? {
-                                self.start_iteration(m, &mut io)?;
-                                let st = &mut self.steps[m];
-                                st.scheduled = st.in_flight;
+                            // The next iteration starts at this time, after arrivals
+                            // and whatever else is due now. With nothing else due it
+                            // would be the next event popped: it is taken here, as
+                            // the loop would take it, without the queue.
+                            if self.next_event() > self.now {
+                                self.seq += 1;
+                                self.sample();
+                                self.start(m, &mut io)?;
+                            } else {
+                                self.push(self.now, Class::Start, What::Start(m));
                             }
                         }
+                        What::Link(l) => self.link_done(l, &mut io)?,
+                        What::Start(m) => self.start(m, &mut io)?,
                     }
                 }
             }
@@ -384,6 +386,17 @@ impl Host<'_> {
             log.complete(&report)?;
         }
         Ok(report)
+    }
+
+    /// A Start of member `m`: iterations known in advance go in one call (ahead.rs),
+    /// else the ordinary iteration.
+    fn start(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
+        if !self.run_ahead(m, io)? {
+            self.start_iteration(m, io)?;
+            let st = &mut self.steps[m];
+            st.scheduled = st.in_flight;
+        }
+        Ok(())
     }
 
     // ----- time and bookkeeping -------------------------------------------------------
