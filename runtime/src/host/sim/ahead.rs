@@ -125,14 +125,15 @@ impl Host<'_> {
             };
             first = false;
             if deferring {
-                // No spill is possible while deferring, so nothing the iteration's
-                // start does can push an event: whether its End comes first is
-                // known now.
                 let end = self.now + dt;
-                let inline = end < self.next_event();
-                if inline || self.may_persist(m) {
+                let persist = self.may_persist(m);
+                // Without a deferral that may persist, no pool of `m` has a tier
+                // (`may_defer`), so nothing the start does can push an event and
+                // whether the End comes first is known before it. With one, a
+                // spill may push a link's event: that is asked again after it.
+                if persist || end < self.next_event() {
                     self.deferred_start(m, dt, io)?;
-                    if !inline {
+                    if end >= self.next_event() {
                         // The deferral outlasts the run: the End is the queue's,
                         // and the events before it read nothing of m's residents.
                         self.steps[m].in_flight = true;
@@ -181,20 +182,18 @@ impl Host<'_> {
     }
 
     /// Whether `m`'s deferral may outlast a run, its End and the next Start going
-    /// through the event queue: nothing another member or an arrival does can read
-    /// its residents. Its pools are its own (no other member grows, admits or
-    /// releases in them) and take part in no handoff and no link; an arrival routed
-    /// to one is only enqueued, which reads no hold, and the next Start then finds
-    /// something to admit and catches up.
+    /// through the event queue: nothing another member, a link or an arrival does
+    /// can read its residents. Its pools are its own (no other member grows, admits
+    /// or releases in them) and take part in no handoff. A link then carries spills
+    /// to a tier, which touch only the tier, or loads, which are admissions' (the
+    /// deferral caught up before any admission, and a resident still loading stops
+    /// one from beginning); an arrival routed to one of its pools is only enqueued,
+    /// which reads no hold, and the next Start then finds it and catches up.
     fn may_persist(&self, m: StepIx) -> bool {
-        self.links.len() == 0
-            && self.steps[m].pools.iter().all(|&p| {
-                let info = &self.info[p];
-                info.served_by.len() == 1
-                    && info.handoff.is_none()
-                    && !info.is_target
-                    && !info.is_tier
-            })
+        self.steps[m].pools.iter().all(|&p| {
+            let info = &self.info[p];
+            info.served_by.len() == 1 && info.handoff.is_none() && !info.is_target && !info.is_tier
+        })
     }
 
     /// Whether every resident of `m` sampled its last token now.
@@ -215,8 +214,9 @@ impl Host<'_> {
 
     /// Whether `m`'s decodes may be deferred: nothing reads a resident between its
     /// changes. Observers and logs are told every take; service counters (R30) add
-    /// each take in turn; a `time` with `sum` (R29) reads every take's row; a spill
-    /// (R12) pushes a link event in the middle of an iteration's start.
+    /// each take in turn; a `time` with `sum` (R29) reads every take's row. A spill
+    /// (R12) pushes a link's event in the middle of an iteration's start, so a pool
+    /// with a tier needs a deferral that may outlast the run.
     fn may_defer(&self, m: StepIx, io: &Io<'_>) -> bool {
         let st = &self.steps[m];
         let rowless = match &st.time {
@@ -226,7 +226,7 @@ impl Host<'_> {
         !io.iterations()
             && !self.charges
             && rowless
-            && st.pools.iter().all(|&p| self.info[p].tier.is_none())
+            && (st.pools.iter().all(|&p| self.info[p].tier.is_none()) || self.may_persist(m))
     }
 
     /// Begins deferring `m`'s decodes after an iteration in which every resident
