@@ -268,11 +268,26 @@ fn deferred_decodes_keep_the_context_an_iteration_time_reads() {
     assert!(ahead.deferred > 0, "{ahead:?}");
 }
 
+/// Replays `c` (whose `time` is a fixed 1/4 s, exact in binary) with arrivals on the
+/// same quarter-second grid: every member's iterations end at the same instants and
+/// each arrival at an iteration's end. At a tie the members' Ends go in push order;
+/// a run ahead or a deferral that went through a tie would reorder latency samples
+/// between members.
+fn members_ending_together_keep_their_order(c: &poolc::Compiled) {
+    let mut w = trace::synthetic(800, 13);
+    for (i, s) in w.sessions.iter_mut().enumerate() {
+        s.arrival = (i / 3) as f64 * 0.25;
+    }
+    for latencies in [LatencySamples::Sketch, LatencySamples::Exact] {
+        let (_, ahead) = both(c, &w, latencies);
+        assert!(ahead.iterations > 0 && ahead.deferred > 0, "{ahead:?}");
+    }
+}
+
 #[test]
 fn a_fleet_whose_iterations_end_together_keeps_the_order_between_members() {
-    // As below, for a fleet without a tier, whose decodes are deferred across the
-    // other replicas' events: a tie at every iteration's end.
-    let c = spec(
+    // A fleet without a tier, its decodes deferred across the other replicas' events.
+    members_ending_together_keep_their_order(&spec(
         "examples/fleet/least_queued.pool",
         &[
             (
@@ -284,33 +299,14 @@ fn a_fleet_whose_iterations_end_together_keeps_the_order_between_members() {
                 "param num_gpu_blocks = 400;",
             ),
         ],
-    );
-    let mut w = trace::synthetic(800, 13);
-    for (i, s) in w.sessions.iter_mut().enumerate() {
-        s.arrival = (i / 3) as f64 * 0.25;
-    }
-    for latencies in [LatencySamples::Sketch, LatencySamples::Exact] {
-        let (_, ahead) = both(&c, &w, latencies);
-        assert!(ahead.iterations > 0 && ahead.deferred > 0, "{ahead:?}");
-    }
+    ));
 }
 
 #[test]
 fn replicas_whose_iterations_end_together_keep_the_order_between_members() {
-    // A fixed time of 1/4 s, exact in binary: the four replicas' iterations end at
-    // the same instants, and at a tie the members' Ends go in push order. A run
-    // ahead that went through a tie would reorder latency samples between members.
-    let c = spec(
+    // Replicas spilling to one shared tier over one link.
+    members_ending_together_keep_their_order(&spec(
         "examples/replicas.pool",
         &[("time (0.005 + 0.00002 * tokens);", "time (0.25);")],
-    );
-    let mut w = trace::synthetic(800, 13);
-    // Arrivals on the same quarter-second grid: each is at an iteration's end.
-    for (i, s) in w.sessions.iter_mut().enumerate() {
-        s.arrival = (i / 3) as f64 * 0.25;
-    }
-    for latencies in [LatencySamples::Sketch, LatencySamples::Exact] {
-        let (_, ahead) = both(&c, &w, latencies);
-        assert!(ahead.iterations > 0 && ahead.deferred > 0, "{ahead:?}");
-    }
+    ));
 }

@@ -61,33 +61,15 @@ impl Latencies {
     }
 
     /// Adds one latency in seconds (finite and ≥ 0: the host's times are).
+    #[inline]
     pub(crate) fn push(&mut self, seconds: f64) {
-        match self {
-            Latencies::Exact(v) => v.push(seconds),
-            Latencies::Unkept => {}
-            Latencies::Sketch {
-                hist,
-                sum,
-                pending,
-                run,
-            } => {
-                *sum += seconds;
-                let ns = to_ns(seconds);
-                if *run > 0 && ns == *pending {
-                    *run += 1;
-                } else {
-                    if *run > 0 {
-                        hist.saturating_record_n(*pending, *run);
-                    }
-                    (*pending, *run) = (ns, 1);
-                }
-            }
-        }
+        self.push_n(seconds, 1);
     }
 
     /// Adds `n` equal latencies, as `n` calls of [`Latencies::push`] would: a sketch
     /// still adds the value to its sum once per latency (the mean is then the same
     /// to the bit), but compares and records it once.
+    #[inline]
     pub(crate) fn push_n(&mut self, seconds: f64, n: u64) {
         if n == 0 {
             return;

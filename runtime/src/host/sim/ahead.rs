@@ -348,32 +348,9 @@ impl Host<'_> {
             let k = self.deferred[m].now[i] as usize;
             self.sync(m, k)?;
             let s = self.deferred[m].sess[k];
-            let x = &self.shared.sess[s];
-            let p = x.pool;
-            let allocates = x.computed.is_multiple_of(self.info[p].block);
-            let g = self.pools[p]
-                .grow(t, s, Units(1), &self.shared)
-                .map_err(self.engine(p))?;
-            debug_assert!(g == Grown::Grown, "a known decode's grow fits");
-            if allocates {
-                self.after_op(p, io)?;
-            }
-            self.took(
-                m,
-                Take {
-                    s,
-                    n: 1,
-                    kind: TakeKind::Decode,
-                },
-            );
+            self.decode(m, s, t, io)?;
         }
-        self.shared.current = None;
-        self.shared.stage_q[m] = StageQ {
-            budget_left: f64::INFINITY,
-            residents: r as f64,
-        };
-        self.steps[m].count_iteration(t, dt, r);
-        self.computed_tokens += r;
+        self.decodes_started(m, t, dt, r);
         self.ahead += 1;
         // As the event loop does after a Start.
         self.sample();
@@ -514,36 +491,54 @@ impl Host<'_> {
         self.shared.current = Some(m);
         for k in 0..self.steps[m].residents.len() {
             let s = self.steps[m].residents[k];
-            let x = &self.shared.sess[s];
-            let p = x.pool;
-            let allocates = x.computed.is_multiple_of(self.info[p].block);
-            let g = self.pools[p]
-                .grow(t, s, Units(1), &self.shared)
-                .map_err(self.engine(p))?;
-            debug_assert!(g == Grown::Grown, "a known decode's grow fits");
-            // A grow inside held blocks changes nothing a query, an observer or a
-            // link sees, and tells no notice.
-            if allocates {
-                self.after_op(p, io)?;
-            }
-            self.took(
-                m,
-                Take {
-                    s,
-                    n: 1,
-                    kind: TakeKind::Decode,
-                },
-            );
+            self.decode(m, s, t, io)?;
         }
+        let r = self.steps[m].residents.len() as u64;
+        self.decodes_started(m, t, dt, r);
+        Ok(())
+    }
+
+    /// Resident `s` of `m` grows by its one token at `t` and takes it; a grow that
+    /// allocates a block is followed by the bookkeeping of any pool operation (it
+    /// may evict, and spill what it evicts). A grow inside held blocks changes
+    /// nothing a query, an observer or a link sees, and tells no notice.
+    fn decode(
+        &mut self,
+        m: StepIx,
+        s: SessionId,
+        t: f64,
+        io: &mut Io<'_>,
+    ) -> Result<(), HostError> {
+        let x = &self.shared.sess[s];
+        let p = x.pool;
+        let allocates = x.computed.is_multiple_of(self.info[p].block);
+        let g = self.pools[p]
+            .grow(t, s, Units(1), &self.shared)
+            .map_err(self.engine(p))?;
+        debug_assert!(g == Grown::Grown, "a known decode's grow fits");
+        if allocates {
+            self.after_op(p, io)?;
+        }
+        self.took(
+            m,
+            Take {
+                s,
+                n: 1,
+                kind: TakeKind::Decode,
+            },
+        );
+        Ok(())
+    }
+
+    /// The end of a decode iteration's start, its `r` residents' grows made: the
+    /// stage's queryable state and totals.
+    fn decodes_started(&mut self, m: StepIx, t: f64, dt: f64, r: u64) {
         self.shared.current = None;
-        let st = &mut self.steps[m];
-        let r = st.residents.len() as u64;
         self.shared.stage_q[m] = StageQ {
             budget_left: f64::INFINITY,
             residents: r as f64,
         };
-        st.count_iteration(t, dt, r);
+        self.steps[m].count_iteration(t, dt, r);
         self.computed_tokens += r;
-        Ok(())
     }
 }
