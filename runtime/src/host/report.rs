@@ -51,9 +51,7 @@ impl Samples {
             e2e: Latencies::sketch(),
         }
     }
-}
 
-impl Samples {
     /// `n` inter-token latencies of `itl` seconds each, as `n` [`Latency::Token`]
     /// moments would record them.
     pub(crate) fn tokens(&mut self, itl: f64, n: u64) {

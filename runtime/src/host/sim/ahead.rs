@@ -11,11 +11,13 @@
 //! shape is left to the ordinary path, which also reports every error.
 //!
 //! Inside a run, when nothing can read a resident's state between its changes (no
-//! observer or log, no service counters, no per-take row in `time`, no spills), the
-//! decodes of the residents that only decode are deferred ([`Deferred`], issue #35
-//! item 2): an iteration visits only the residents whose grow allocates or fills a
-//! block, or whose token is their last, and the others catch up, all deferred
-//! iterations at once, when they next do one of those or when the run ends. Every
+//! observer or log, no service counters, no per-take row in `time`), the decodes of
+//! the residents that only decode are deferred ([`Deferred`], issue #35 item 2): an
+//! iteration visits only the residents whose grow allocates or fills a block, or
+//! whose token is their last, and the others catch up, all deferred iterations at
+//! once, when they next do one of those or when the deferral ends. Where the
+//! member's pools are its own, a deferral outlasts the run (its End goes through
+//! the event queue): fleets, and pools whose spills push a link's event mid-start. Every
 //! operation that can change a pool, a report or what a rule reads is still made
 //! at its own time and in its own order; what is deferred is what no one reads in
 //! between (a hold's units inside its blocks, a session's counters).
@@ -31,8 +33,8 @@ use super::session::{Sess, StageQ};
 use super::step::{Counts, Take, TakeKind, Takers};
 use super::{Class, Host, Io, StepIx, What};
 
-/// Residents whose decodes are deferred inside a run known in advance (see the
-/// module documentation). Its buffers are kept from run to run.
+/// One member's residents whose decodes are deferred (see the module
+/// documentation). Its buffers are kept from deferral to deferral.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Deferred {
     active: bool,
