@@ -11,7 +11,8 @@
 //! shape is left to the ordinary path, which also reports every error.
 //!
 //! Inside a run, when nothing can read a resident's state between its changes (no
-//! observer or log, no service counters, no per-take row in `time`), the decodes of
+//! observer or log, no service counters; a `time` with `sum` reads each resident's
+//! row, which is known without catching up), the decodes of
 //! the residents that only decode are deferred ([`Deferred`], issue #35 item 2): an
 //! iteration visits only the residents whose grow allocates or fills a block, or
 //! whose token is their last, and the others catch up, all deferred iterations at
@@ -28,7 +29,7 @@ use std::collections::BinaryHeap;
 use crate::pool::Grown;
 use crate::types::{SessionId, Units};
 
-use super::super::config::{HostError, IterTime};
+use super::super::config::HostError;
 use super::session::{Sess, StageQ};
 use super::step::{Counts, Take, TakeKind, Takers};
 use super::{Class, Host, Io, StepIx, What};
@@ -59,6 +60,19 @@ pub(super) struct Deferred {
     end_pending: bool,
     /// Decodes deferred (`RunOptions::decodes_deferred`).
     pub(super) decodes: u64,
+}
+
+impl Deferred {
+    /// Each resident still deferred, in rank order (which is admission order: no
+    /// one is admitted while deferring, and one who finishes leaves the residents
+    /// in place), with the decodes it has yet to catch up.
+    pub(super) fn lagging(&self) -> impl Iterator<Item = (SessionId, u64)> + '_ {
+        self.sess
+            .iter()
+            .zip(&self.exact)
+            .filter(|&(_, &exact)| exact != GONE)
+            .map(|(&s, &exact)| (s, self.j - exact))
+    }
 }
 
 /// A rank whose session finished.
@@ -104,16 +118,16 @@ impl Host<'_> {
                 } else {
                     self.decodes_known(m)
                 };
-            let counts = if deferring {
-                self.deferred_counts(m)
+            let (counts, takers) = if deferring {
+                (self.deferred_counts(m), Takers::Deferred(&self.deferred[m]))
             } else {
-                self.decode_counts(m)
+                (self.decode_counts(m), Takers::ResidentsDecoding)
             };
             // A time the compiled `time` refuses is the ordinary iteration's error.
             let dt = known
                 .then(|| {
                     self.steps[m]
-                        .iteration_time(&counts, Takers::ResidentsDecoding, &self.shared)
+                        .iteration_time(&counts, takers, &self.shared)
                         .ok()
                 })
                 .flatten();
@@ -216,19 +230,18 @@ impl Host<'_> {
 
     /// Whether `m`'s decodes may be deferred: nothing reads a resident between its
     /// changes. Observers and logs are told every take; service counters (R30) add
-    /// each take in turn; a `time` with `sum` (R29) reads every take's row. A spill
-    /// (R12) pushes a link's event in the middle of an iteration's start, so a pool
-    /// with a tier needs a deferral that may outlast the run.
+    /// each take in turn. (A `time` with `sum`, R29, reads every take's row, but a
+    /// deferred resident's row is known without catching up: [`Deferred::lagging`].)
+    /// A spill (R12) pushes a link's event in the middle of an iteration's start, so
+    /// a pool with a tier needs a deferral that may outlast the run.
     fn may_defer(&self, m: StepIx, io: &Io<'_>) -> bool {
-        let st = &self.steps[m];
-        let rowless = match &st.time {
-            IterTime::Fixed(_) => true,
-            IterTime::Compiled { row, .. } => row.is_empty(),
-        };
         !io.iterations()
             && !self.charges
-            && rowless
-            && (st.pools.iter().all(|&p| self.info[p].tier.is_none()) || self.may_persist(m))
+            && (self.steps[m]
+                .pools
+                .iter()
+                .all(|&p| self.info[p].tier.is_none())
+                || self.may_persist(m))
     }
 
     /// Begins deferring `m`'s decodes after an iteration in which every resident

@@ -11,6 +11,7 @@ use crate::types::{Header, Limit, SessionId, Units};
 
 use super::super::config::{HostError, IterTime, StepConfig, TakeVar, TimeVar};
 use super::super::observe::{Admitted, Iteration, Latency};
+use super::ahead::Deferred;
 use super::links::JobKind;
 use super::session::{Shared, StageQ, State};
 use super::{Class, Host, Io, PoolIx, StepIx, What};
@@ -106,17 +107,20 @@ impl StepMember {
 
 /// Whose takes an iteration's `sum` adds over (R29).
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Takers {
+pub(super) enum Takers<'a> {
     /// The iteration's `took` list, as the ordinary start fills it.
     Took,
     /// Every resident decoding one token, in admission order: an iteration known in
     /// advance (ahead.rs), whose `took` is not filled yet.
     ResidentsDecoding,
+    /// The same with decodes deferred: a resident's computed units are its
+    /// session's plus the decodes it has yet to catch up ([`Deferred::lagging`]).
+    Deferred(&'a Deferred),
 }
 
-/// Appends `take`'s row of the take table, slot by slot as `row` lays it out.
-fn take_row(rows: &mut Vec<f64>, row: &[TakeVar], take: &Take, shared: &Shared) {
-    let computed = shared.sess[take.s].computed;
+/// Appends the row of `take`, whose session has computed `computed` units before
+/// it, to the take table, slot by slot as `row` lays it out.
+fn take_row(rows: &mut Vec<f64>, row: &[TakeVar], take: &Take, computed: u64, shared: &Shared) {
     let attrs = shared.attrs(take.s);
     let decoding = take.kind == TakeKind::Decode;
     rows.extend(row.iter().map(|v| {
@@ -175,26 +179,43 @@ impl StepMember {
                     });
                 }
                 self.rows.clear();
+                let decode = |s| Take {
+                    s,
+                    n: 1,
+                    kind: TakeKind::Decode,
+                };
                 let count = match takes {
                     Takers::Took => {
                         for take in &self.took {
-                            take_row(&mut self.rows, row, take, shared);
+                            let computed = shared.sess[take.s].computed;
+                            take_row(&mut self.rows, row, take, computed, shared);
                         }
                         self.took.len()
                     }
                     // No row to fill (a `time` without `sum`): nothing to read
-                    // per resident, which deferred decodes rely on (ahead.rs).
-                    Takers::ResidentsDecoding if row.is_empty() => self.residents.len(),
+                    // per resident.
+                    Takers::ResidentsDecoding | Takers::Deferred(_) if row.is_empty() => {
+                        self.residents.len()
+                    }
                     Takers::ResidentsDecoding => {
                         for &s in &self.residents {
-                            let take = Take {
-                                s,
-                                n: 1,
-                                kind: TakeKind::Decode,
-                            };
-                            take_row(&mut self.rows, row, &take, shared);
+                            let computed = shared.sess[s].computed;
+                            take_row(&mut self.rows, row, &decode(s), computed, shared);
                         }
                         self.residents.len()
+                    }
+                    // The same rows, in the same order, without catching up: a
+                    // deferred resident's row is what it would be had it been
+                    // visited every iteration.
+                    Takers::Deferred(d) => {
+                        let mut count = 0;
+                        for (s, lag) in d.lagging() {
+                            let computed = shared.sess[s].computed + lag;
+                            take_row(&mut self.rows, row, &decode(s), computed, shared);
+                            count += 1;
+                        }
+                        debug_assert_eq!(count, self.residents.len(), "a rank per resident");
+                        count
                     }
                 };
                 policy.time(&self.ctx, &self.rows, count)
