@@ -625,6 +625,41 @@ impl Store {
         if e.blocks > 0 {
             return None;
         }
+        self.drop_entry(slot)
+    }
+
+    /// Evicts the `n` tail blocks of an entry at once (R10's order: each is the tail
+    /// when it leaves), as `n` calls of [`Store::evict_tail`] would, for a caller that
+    /// needs none of their keys. Returns the entry when it disappeared.
+    pub fn evict_tail_n(&mut self, slot: EntrySlot, n: u64) -> Option<Entry> {
+        let e = self.entry(slot);
+        assert!(n <= e.blocks, "evicting more blocks than an entry has");
+        let mut at = e.tail;
+        for _ in 0..n {
+            let prev = self.block(at).prev;
+            self.unregister(at);
+            *self.block_mut(at) = Block::free();
+            self.free_blocks.push(at);
+            at = prev;
+        }
+        self.cached -= n;
+        if at != NO_BLOCK {
+            self.block_mut(at).next = NO_BLOCK;
+        }
+        let e = self.entry_mut(slot);
+        e.tail = at;
+        e.blocks -= n;
+        if e.blocks > 0 {
+            return None;
+        }
+        e.head = NO_BLOCK;
+        self.drop_entry(slot)
+    }
+
+    /// Takes an entry with no blocks left out of the release order and the store.
+    fn drop_entry(&mut self, slot: EntrySlot) -> Option<Entry> {
+        let e = self.entry(slot);
+        debug_assert_eq!(e.blocks, 0, "dropping an entry with blocks");
         let (older, newer) = (e.older, e.newer);
         if older == EntrySlot::NIL {
             self.oldest = newer;

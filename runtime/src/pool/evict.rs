@@ -44,8 +44,60 @@ impl Pool {
         // instead of per block (docs/PERFORMANCE.md, issue #16).
         let stable = self.evict_stable;
         let mut chosen = None;
+        // Where no moment is observed on its own — no log records the counts after
+        // each, no spill decides per block — the moments of one chosen entry are
+        // taken together: its tail shortened by a count (issue #35 item 1).
+        let together = self.log.is_none()
+            && self.spill.is_none()
+            && (stable || matches!(self.evict, EvictPolicy::Lru));
         while self.store.allocated() + self.store.cached() + new > cap {
-            chosen = self.evict_one(env, chosen).filter(|_| stable);
+            chosen = if together {
+                let over = self.store.allocated() + self.store.cached() + new - cap;
+                self.evict_together(env, chosen, over)
+            } else {
+                self.evict_one(env, chosen).filter(|_| stable)
+            };
+        }
+    }
+
+    /// The least entry (or `chosen`, the least of the previous moment of this call),
+    /// which stays the least until it is gone (`make_room` says when).
+    fn least_entry<E: Env + ?Sized>(&mut self, env: &E, chosen: Option<EntrySlot>) -> EntrySlot {
+        let rows = EntryRows {
+            store: &self.store,
+            queue: &self.queue,
+            snaps: &self.snaps,
+            block: self.block,
+            now: self.now,
+            env,
+        };
+        match (&self.evict, chosen) {
+            (_, Some(slot)) => Some(slot),
+            (EvictPolicy::Lru, None) => self.store.oldest_entry(),
+            (EvictPolicy::By { keys, layout }, None) => {
+                rows.select(&mut self.scratch, keys, layout)
+            }
+        }
+        .expect("a fit was judged with room the cache cannot give")
+    }
+
+    /// Up to `over` Evict moments on the least entry, all at once (no spill, no
+    /// log: see `make_room`). Returns the entry when it still has blocks.
+    fn evict_together<E: Env + ?Sized>(
+        &mut self,
+        env: &E,
+        chosen: Option<EntrySlot>,
+        over: u64,
+    ) -> Option<EntrySlot> {
+        let slot = self.least_entry(env, chosen);
+        let n = over.min(self.store.entry(slot).blocks);
+        self.counters.evictions += n;
+        match self.store.evict_tail_n(slot, n) {
+            Some(gone) => {
+                self.snaps.release(gone.snap, gone.session);
+                None
+            }
+            None => Some(slot),
         }
     }
 
@@ -57,6 +109,7 @@ impl Pool {
         env: &E,
         chosen: Option<EntrySlot>,
     ) -> Option<EntrySlot> {
+        let slot = self.least_entry(env, chosen);
         let rows = EntryRows {
             store: &self.store,
             queue: &self.queue,
@@ -65,14 +118,6 @@ impl Pool {
             now: self.now,
             env,
         };
-        let slot = match (&self.evict, chosen) {
-            (_, Some(slot)) => Some(slot),
-            (EvictPolicy::Lru, None) => self.store.oldest_entry(),
-            (EvictPolicy::By { keys, layout }, None) => {
-                rows.select(&mut self.scratch, keys, layout)
-            }
-        }
-        .expect("a fit was judged with room the cache cannot give");
         let (entry, session, last) = {
             let e = self.store.entry(slot);
             (e.id, e.session, e.last)
