@@ -1,7 +1,8 @@
 //! Making room (R10): Evict moments, one block each, until new blocks fit beside the
 //! cache — choose the entry (`lru`: the oldest; `by`: the compiled scan over entry
 //! rows, once per entry when its keys cannot change within the call), decide the
-//! spill (R12), remove the entry's tail block, log and notify. It
+//! spill (R12), remove the entry's tail block, log and notify; or, where no moment
+//! is logged or spilled and the choice lasts, take one entry's moments together. It
 //! never decides a fit (callers judged it before, so the cache always suffices) and
 //! never takes a held block.
 
@@ -60,9 +61,15 @@ impl Pool {
         }
     }
 
-    /// The least entry (or `chosen`, the least of the previous moment of this call),
-    /// which stays the least until it is gone (`make_room` says when).
-    fn least_entry<E: Env + ?Sized>(&mut self, env: &E, chosen: Option<EntrySlot>) -> EntrySlot {
+    /// One Evict moment's choice: the least entry (or `chosen`, the least of the
+    /// previous moment of this call), and R12's spill work for it when the pool
+    /// spills and the predicate holds (`pred` and `work` see the entry as it is at
+    /// this moment, before its tail leaves: `size` counts the block being written).
+    fn choose<E: Env + ?Sized>(
+        &mut self,
+        env: &E,
+        chosen: Option<EntrySlot>,
+    ) -> (EntrySlot, Option<f64>) {
         let rows = EntryRows {
             store: &self.store,
             queue: &self.queue,
@@ -71,14 +78,19 @@ impl Pool {
             now: self.now,
             env,
         };
-        match (&self.evict, chosen) {
+        let slot = match (&self.evict, chosen) {
             (_, Some(slot)) => Some(slot),
             (EvictPolicy::Lru, None) => self.store.oldest_entry(),
             (EvictPolicy::By { keys, layout }, None) => {
                 rows.select(&mut self.scratch, keys, layout)
             }
         }
-        .expect("a fit was judged with room the cache cannot give")
+        .expect("a fit was judged with room the cache cannot give");
+        let spill = self
+            .spill
+            .as_ref()
+            .and_then(|sp| rows.spill_work(&mut self.scratch, sp, slot));
+        (slot, spill)
     }
 
     /// Up to `over` Evict moments on the least entry, all at once (no spill, no
@@ -89,7 +101,8 @@ impl Pool {
         chosen: Option<EntrySlot>,
         over: u64,
     ) -> Option<EntrySlot> {
-        let slot = self.least_entry(env, chosen);
+        let (slot, spill) = self.choose(env, chosen);
+        debug_assert!(spill.is_none(), "moments taken together spill nothing");
         let n = over.min(self.store.entry(slot).blocks);
         self.counters.evictions += n;
         match self.store.evict_tail_n(slot, n) {
@@ -109,25 +122,11 @@ impl Pool {
         env: &E,
         chosen: Option<EntrySlot>,
     ) -> Option<EntrySlot> {
-        let slot = self.least_entry(env, chosen);
-        let rows = EntryRows {
-            store: &self.store,
-            queue: &self.queue,
-            snaps: &self.snaps,
-            block: self.block,
-            now: self.now,
-            env,
-        };
+        let (slot, spill) = self.choose(env, chosen);
         let (entry, session, last) = {
             let e = self.store.entry(slot);
             (e.id, e.session, e.last)
         };
-        // R12: `pred` and `work` see the entry as it is at this moment, before its
-        // tail leaves (`size` counts the block being written).
-        let spill = self
-            .spill
-            .as_ref()
-            .and_then(|sp| rows.spill_work(&mut self.scratch, sp, slot));
         let (key, gone) = self.store.evict_tail(slot);
         let left = gone.is_none().then_some(slot);
         if let Some(gone) = gone {
