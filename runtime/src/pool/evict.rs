@@ -15,17 +15,16 @@ use crate::types::Units;
 use super::Pool;
 use super::entry_rows::EntryRows;
 
-/// Whether `evict`'s choice lasts across the Evict moments of one call: `by` keys
-/// that read none of `size`, `waiting` and `hits` (each moment changes the chosen
-/// entry's tail, and with it `hits`; `lru` needs no keeping: its choice is the
-/// oldest entry, at no cost).
+/// Whether `evict`'s choice lasts across the Evict moments of one call: `lru` (the
+/// oldest entry stays the oldest) and `by` keys that read none of `size`, `waiting`
+/// and `hits` (each moment changes the chosen entry's tail, and with it `hits`).
 pub(super) fn keeps_its_choice(evict: &EvictPolicy) -> bool {
     match evict {
         EvictPolicy::By { layout, .. } => !layout
             .row
             .iter()
             .any(|i| matches!(i, Input::Size | Input::Waiting | Input::Hits)),
-        EvictPolicy::Lru => false,
+        EvictPolicy::Lru => true,
     }
 }
 
@@ -39,18 +38,16 @@ impl Pool {
         // R10 chooses the least entry at every Evict moment. Between the moments of
         // one call only the chosen entry changes (its tail leaves) and nothing else
         // the keys could read does (`now`, attributes, `last` stay; no entry is
-        // added), so when the keys read none of `size`, `waiting` and `hits` the least entry
-        // stays the least, first in release order among equals, until it is gone:
-        // choosing once per entry gives the same sequence at a scan per entry
-        // instead of per block (docs/PERFORMANCE.md, issue #16).
+        // added), so under `lru`, or keys that read none of `size`, `waiting` and
+        // `hits`, the least entry stays the least, first in release order among
+        // equals, until it is gone: choosing once per entry gives the same sequence
+        // at a scan per entry instead of per block (docs/PERFORMANCE.md, issue #16).
         let stable = self.evict_stable;
         let mut chosen = None;
         // Where no moment is observed on its own — no log records the counts after
         // each, no spill decides per block — the moments of one chosen entry are
         // taken together: its tail shortened by a count (issue #35 item 1).
-        let together = self.log.is_none()
-            && self.spill.is_none()
-            && (stable || matches!(self.evict, EvictPolicy::Lru));
+        let together = stable && self.log.is_none() && self.spill.is_none();
         while self.store.allocated() + self.store.cached() + new > cap {
             chosen = if together {
                 let over = self.store.allocated() + self.store.cached() + new - cap;

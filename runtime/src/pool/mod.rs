@@ -171,8 +171,8 @@ pub struct Pool {
     cap_blocks: Option<u64>,
     block: u64,
     evict: EvictPolicy,
-    /// The `evict by` keys read neither `size` nor `waiting`, so one call's Evict
-    /// moments may keep their first choice while it lasts (evict.rs).
+    /// `lru`, or `evict by` keys that read none of `size`, `waiting` and `hits`: one
+    /// call's Evict moments may keep their first choice while it lasts (evict.rs).
     evict_stable: bool,
     preempt: Preempt,
     requeue: Requeue,
