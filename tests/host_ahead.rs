@@ -11,7 +11,8 @@
 //! members decides.
 //!
 //! The replay with no observer also defers the decodes of residents that only
-//! decode (issue #35 item 2): those tests pin it the same way, and that it engages.
+//! decode (issue #35 item 2): those tests pin it the same way, and that it engages,
+//! also in overloaded replays whose waiting head stays out between admissions.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)] // a test may panic: it is how it fails
 
@@ -309,4 +310,77 @@ fn replicas_whose_iterations_end_together_keep_the_order_between_members() {
         "examples/replicas.pool",
         &[("time (0.005 + 0.00002 * tokens);", "time (0.25);")],
     ));
+}
+
+/// Counts the iterations of a one-at-a-time replay that start with nothing waiting
+/// (the one before ended with no waiting hold) and those that admit someone.
+#[derive(Default)]
+struct Waits {
+    iterations: u64,
+    after_empty: u64,
+    admitting: u64,
+    waiting_before: Option<u64>,
+}
+
+impl Observer for Waits {
+    fn iteration(&mut self, it: &Iteration<'_>) -> io::Result<()> {
+        self.iterations += 1;
+        self.after_empty += u64::from(self.waiting_before.is_none_or(|w| w == 0));
+        self.admitting += u64::from(!it.admitted.is_empty());
+        self.waiting_before = Some(it.waiting);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_waiting_head_that_stays_out_does_not_end_a_run() {
+    // An overloaded replay: holds wait most of the time, and an iteration whose
+    // decodes leave the head out admits nobody. Such iterations run ahead (and
+    // defer their quiet decodes); an iteration in which the head fits after the
+    // decodes ends the run with the ordinary admission. Before, an iteration could
+    // run ahead only when nothing waited at its start, so at most `after_empty`.
+    for (name, c) in [
+        (
+            "vllm, 600 blocks",
+            spec(
+                "examples/vllm.pool",
+                &[(
+                    "param num_gpu_blocks = 28000;",
+                    "param num_gpu_blocks = 600;",
+                )],
+            ),
+        ),
+        (
+            "vllm_blackbox, 400 blocks",
+            spec(
+                "examples/vllm_blackbox.pool",
+                &[(
+                    "param num_gpu_blocks = 28000;",
+                    "param num_gpu_blocks = 400;",
+                )],
+            ),
+        ),
+    ] {
+        let mut w = trace::synthetic(1500, 7);
+        w.scale_rate(4.0);
+        let mut waits = Waits::default();
+        let config = poolc::bridge::host_config(c.program(), c.pools(), c.stages()).unwrap();
+        Host::new(config, &w)
+            .unwrap()
+            .run(RunOptions {
+                observer: Some(&mut waits),
+                one_at_a_time: true,
+                ..RunOptions::default()
+            })
+            .unwrap();
+        for latencies in [LatencySamples::Sketch, LatencySamples::Exact] {
+            let (_, ahead) = both(&c, &w, latencies);
+            eprintln!(
+                "{name}: {} iterations, {} after none waited, {} admitting; {ahead:?}",
+                waits.iterations, waits.after_empty, waits.admitting
+            );
+            assert!(ahead.iterations > waits.after_empty, "{name}");
+            assert!(ahead.deferred > 0, "{name}");
+        }
+    }
 }

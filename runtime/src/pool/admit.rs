@@ -2,9 +2,10 @@
 //! settle (R9), the step stage's admission entry points (R15), revising a waiting
 //! header, and one admission attempt — select, ask for the units, judge the fit on
 //! the reserve (R6), claim the hit (R7, R11), evict for the new blocks, allocate,
-//! register, and the tier load of an R12 tier hit. Which hold is selected is
-//! `select.rs`'s; making room is `evict.rs`'s. An attempt that does not admit changes
-//! nothing but the remembered walk.
+//! register, and the tier load of an R12 tier hit — or the same attempt up to its fit,
+//! for a host that asks whether it would admit before an iteration it runs ahead.
+//! Which hold is selected is `select.rs`'s; making room is `evict.rs`'s. An attempt
+//! that does not admit changes nothing but the remembered walk.
 
 use std::collections::hash_map::Entry as MapEntry;
 
@@ -12,13 +13,14 @@ use crate::cache::MAX_CHAIN_BLOCKS;
 use crate::env::Env;
 use crate::error::Error;
 use crate::event::{Event, Notice};
+use crate::queue::Pick;
 use crate::types::{Header, SessionId, Units};
 
 use super::fair::Entering;
 use super::hits::{HitMemo, collect_hits, hit_counts_watched, register_new};
 use super::holders::{Holder, Links};
 use super::tier::{count_tier_hits, load_work, tier_run};
-use super::{Admission, Enqueued, Hit, Pool};
+use super::{Admission, Enqueued, Hit, Outlook, Pool};
 
 impl Pool {
     /// Puts a hold in the queue, or rejects it when it can never fit (R5). Does not
@@ -153,6 +155,32 @@ impl Pool {
         Ok(())
     }
 
+    /// What [`Pool::admit_next_tiered`] would do now, without admitting: the same
+    /// selection, walk and fit, with the same effect on the remembered walk when it
+    /// does not admit — so that a host may ask before an iteration it runs ahead
+    /// (docs/HOST.md, "Runs known in advance") whether the waiting head still stays
+    /// out, and then make the attempt itself only when it would admit.
+    pub(crate) fn peek_next_tiered<E, F>(
+        &mut self,
+        now: f64,
+        env: &E,
+        tier: Option<&Pool>,
+        units_for: F,
+    ) -> Result<Outlook, Error>
+    where
+        E: Env + ?Sized,
+        F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
+    {
+        self.check_time(now)?;
+        self.begin(now);
+        let target = self.spill.as_ref().map(|sp| sp.tier);
+        let tier = tier.filter(|t| t.block == self.block && target == Some(t.me));
+        Ok(match self.plan(env, tier, units_for)? {
+            Plan::Returns(a) => Outlook::Returns(a),
+            Plan::Fits(_) => Outlook::Admits,
+        })
+    }
+
     /// One admission attempt (R6, R7, R8): select, ask for the units, judge the fit
     /// on the reserve, claim the hit, evict for the new blocks, allocate, register.
     fn attempt<E, F>(
@@ -165,8 +193,21 @@ impl Pool {
         E: Env + ?Sized,
         F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
     {
+        match self.plan(env, tier.as_deref(), units_for)? {
+            Plan::Returns(a) => Ok(a),
+            Plan::Fits(fit) => Ok(self.commit(env, tier, fit)),
+        }
+    }
+
+    /// An attempt up to its fit (R6, R8): select, walk (or recall the walk), ask for
+    /// the units. Changes nothing but the remembered walk.
+    fn plan<E, F>(&mut self, env: &E, tier: Option<&Pool>, units_for: F) -> Result<Plan, Error>
+    where
+        E: Env + ?Sized,
+        F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
+    {
         let Some(pick) = self.select(env) else {
-            return Ok(Admission::Empty);
+            return Ok(Plan::Returns(Admission::Empty));
         };
         let block = self.block;
         let w = self.queue.get(pick);
@@ -183,15 +224,13 @@ impl Pool {
                 (hit, shared)
             }
         };
-        let tier_blocks = tier
-            .as_deref()
-            .map_or(0, |t| tier_run(&t.store, &w.header, hit, block));
+        let tier_blocks = tier.map_or(0, |t| tier_run(&t.store, &w.header, hit, block));
         let found = Hit {
             local: Units(hit * block),
             tier: Units(tier_blocks * block),
         };
         let Some(units) = units_for(session, found, &w.header) else {
-            return Ok(Admission::Declined);
+            return Ok(Plan::Returns(Admission::Declined));
         };
         if units.0 < hit * block {
             return Err(Error::UnitsBelowHit {
@@ -202,9 +241,28 @@ impl Pool {
         }
         let need = units.max(w.header.reserve).blocks_up(block) - shared;
         if !self.fits(need) {
-            return Ok(Admission::Blocked);
+            return Ok(Plan::Returns(Admission::Blocked));
         }
+        Ok(Plan::Fits(Fit {
+            pick,
+            hit,
+            tier_blocks,
+            units,
+        }))
+    }
+
+    /// The rest of an attempt whose hold fits: claim the hit (R7, R11), evict for
+    /// the new blocks, allocate, register, and the tier load of an R12 tier hit.
+    fn commit<E: Env + ?Sized>(&mut self, env: &E, tier: Option<&mut Pool>, fit: Fit) -> Admission {
+        let Fit {
+            pick,
+            hit,
+            tier_blocks,
+            units,
+        } = fit;
+        let block = self.block;
         let mut w = self.queue.take(pick);
+        let session = w.session;
         self.waiting.remove(&session);
         if let Some(f) = &mut self.fair {
             f.leave(session);
@@ -292,10 +350,25 @@ impl Pool {
                 link,
             });
         }
-        Ok(Admission::Admitted {
+        Admission::Admitted {
             session,
             hit,
             units,
-        })
+        }
     }
+}
+
+/// An attempt judged up to its fit ([`Pool::plan`]).
+enum Plan {
+    /// What the attempt returns without admitting.
+    Returns(Admission),
+    Fits(Fit),
+}
+
+/// A selected hold that fits, with what its attempt found.
+struct Fit {
+    pick: Pick,
+    hit: u64,
+    tier_blocks: u64,
+    units: Units,
 }

@@ -123,6 +123,15 @@ pub enum Admission {
     },
 }
 
+/// What an admission attempt would do now ([`Pool::peek_next_tiered`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outlook {
+    /// It would admit the selected hold.
+    Admits,
+    /// It would return this, admitting nobody (`Empty`, `Blocked` or `Declined`).
+    Returns(Admission),
+}
+
 /// What [`Pool::accept_spill`] did with a written block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stored {

@@ -1,12 +1,15 @@
 //! Runs of iterations whose outcome is known in advance (docs/HOST.md, "Runs known
 //! in advance"; issue #16 item 2): when nobody reads pool events, a
 //! step member whose next iterations can only be decodes — every resident decoding
-//! with room for its token, nothing waiting to be admitted or to grow — runs them
-//! back to back in one call, outside the event queue, for as long as no other event
-//! or arrival comes first. Each iteration's start is the residents' grows (the same
-//! pool operations, at the same time, in the same order, as [`Host::residents_pass`]
-//! would make) without the admission attempts, retries, hold lookups and
-//! per-operation refreshes around them; its end is [`Host::end_iteration`] itself.
+//! with room for its token, no grow waiting, and any waiting head kept out by the
+//! admission attempt made after the decodes — runs them back to back in one call,
+//! outside the event queue, for as long as no other event or arrival comes first.
+//! Each iteration's start is the residents' grows (the same pool operations, at the
+//! same time, in the same order, as [`Host::residents_pass`] would make) without the
+//! retries, hold lookups and per-operation refreshes around them, then, where holds
+//! wait, the first attempt on each pool peeked up to its fit; an iteration in which
+//! one would admit is finished as the ordinary one and ends the run. Its end is
+//! [`Host::end_iteration`] itself.
 //! It decides nothing a rule decides: an iteration that is not provably of that
 //! shape is left to the ordinary path, which also reports every error.
 //!
@@ -26,7 +29,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::pool::Grown;
+use crate::pool::{Grown, Outlook};
 use crate::types::{SessionId, Units};
 
 use super::super::config::HostError;
@@ -73,6 +76,16 @@ impl Deferred {
             .filter(|&(_, &exact)| exact != GONE)
             .map(|(&s, &exact)| (s, self.j - exact))
     }
+}
+
+/// How an iteration's start in a run went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Started {
+    /// Its residents' decodes alone, counted: the run goes on.
+    Decodes,
+    /// A waiting hold was admitted: the start was finished as the ordinary one, its
+    /// End is in the event queue, and the run ends.
+    Admits,
 }
 
 /// A rank whose session finished.
@@ -148,7 +161,9 @@ impl Host<'_> {
                 // whether the End comes first is known before it. With one, a
                 // spill may push a link's event: that is asked again after it.
                 if persist || end < self.next_event() {
-                    self.deferred_start(m, dt, io)?;
+                    if self.deferred_start(m, dt, io)? == Started::Admits {
+                        return Ok(true);
+                    }
                     if end >= self.next_event() {
                         // The deferral outlasts the run: the End is the queue's,
                         // and the events before it read nothing of m's residents.
@@ -164,7 +179,9 @@ impl Host<'_> {
                 }
                 self.catch_up(m)?;
             }
-            self.start_decodes(m, dt, io)?;
+            if self.start_decodes(m, dt, io)? == Started::Admits {
+                return Ok(true);
+            }
             self.ahead += 1;
             // As the event loop does after a Start.
             self.sample();
@@ -204,7 +221,8 @@ impl Host<'_> {
     /// to a tier, which touch only the tier, or loads, which are admissions' (the
     /// deferral caught up before any admission, and a resident still loading stops
     /// one from beginning); an arrival routed to one of its pools is only enqueued,
-    /// which reads no hold, and the next Start then finds it and catches up.
+    /// which reads no hold, and the next Start asks after its decodes whether it is
+    /// admitted, catching up first if so.
     fn may_persist(&self, m: StepIx) -> bool {
         self.steps[m].pools.iter().all(|&p| {
             let info = &self.info[p];
@@ -353,7 +371,12 @@ impl Host<'_> {
     /// The start of an iteration of `m` lasting `dt` with decodes deferred:
     /// `start_decodes` for the due residents, in admission order; the quiet ones
     /// only count.
-    fn deferred_start(&mut self, m: StepIx, dt: f64, io: &mut Io<'_>) -> Result<(), HostError> {
+    fn deferred_start(
+        &mut self,
+        m: StepIx,
+        dt: f64,
+        io: &mut Io<'_>,
+    ) -> Result<Started, HostError> {
         let t = self.now;
         let r = self.steps[m].residents.len() as u64;
         self.deferred[m].taking = r;
@@ -365,11 +388,93 @@ impl Host<'_> {
             let s = self.deferred[m].sess[k];
             self.decode(m, s, t, io)?;
         }
+        if self.waiting_admits(m)? {
+            self.undefer_started(m, t)?;
+            return self.admit_and_close(m, t, io);
+        }
         self.decodes_started(m, t, dt, r);
         self.ahead += 1;
         // As the event loop does after a Start.
         self.sample();
+        Ok(Started::Decodes)
+    }
+
+    /// Ends `m`'s deferral in the middle of an iteration's start at `t`, its due
+    /// residents' decodes made: each quiet resident catches up and grows by this
+    /// iteration's token (inside its blocks: nothing a rule reads), and the takes
+    /// are every resident's, in admission order, as [`Host::residents_pass`] makes
+    /// them.
+    fn undefer_started(&mut self, m: StepIx, t: f64) -> Result<(), HostError> {
+        self.deferred[m].active = false;
+        let mut due = 0;
+        for k in 0..self.deferred[m].sess.len() {
+            let d = &self.deferred[m];
+            if d.exact[k] == GONE {
+                continue;
+            }
+            if d.now.get(due).is_some_and(|&j| j as usize == k) {
+                due += 1;
+                continue;
+            }
+            self.sync(m, k)?;
+            let s = self.deferred[m].sess[k];
+            let p = self.shared.sess[s].pool;
+            let g = self.pools[p]
+                .grow(t, s, Units(1), &self.shared)
+                .map_err(self.engine(p))?;
+            debug_assert!(g == Grown::Grown, "a quiet grow stays inside its blocks");
+        }
+        let st = &mut self.steps[m];
+        st.took.clear();
+        st.took.extend(st.residents.iter().map(|&s| Take {
+            s,
+            n: 1,
+            kind: TakeKind::Decode,
+        }));
         Ok(())
+    }
+
+    /// Whether R15 step 2 would admit a waiting hold after this iteration's decodes
+    /// (every resident took one token): the first attempt [`Host::admit_waiting`]
+    /// would make on each pool, peeked without admitting ([`Host::peek_one`]).
+    /// Where none would admit, the iteration is its decodes alone, as when nothing
+    /// waits; the attempts' only effect, a remembered walk, is the same as theirs.
+    fn waiting_admits(&mut self, m: StepIx) -> Result<bool, HostError> {
+        let st = &self.steps[m];
+        let r = st.residents.len();
+        // `nothing_pending`: the budget covers every resident's token.
+        let left = st.budget - r as u64;
+        if left == 0 || r >= st.seats {
+            return Ok(false);
+        }
+        let chunk = self.admission_chunk(m);
+        for k in 0..self.steps[m].pools.len() {
+            let p = self.steps[m].pools[k];
+            if self.pools[p].queued() > 0 && self.peek_one(m, p, left, chunk)? == Outlook::Admits {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The rest of an iteration's start at `t` whose residents each took a token and
+    /// in which a waiting hold is admitted: R15 step 2 and the iteration's End, as
+    /// [`Host::start_iteration`] makes them. The run ends there.
+    fn admit_and_close(
+        &mut self,
+        m: StepIx,
+        t: f64,
+        io: &mut Io<'_>,
+    ) -> Result<Started, HostError> {
+        let left = self.steps[m].budget - self.steps[m].residents.len() as u64;
+        let chunk = self.admission_chunk(m);
+        self.admit_waiting(m, left, chunk, io)?;
+        self.close_start(m, t)?;
+        let st = &mut self.steps[m];
+        st.scheduled = st.in_flight;
+        // As the event loop does after a Start.
+        self.sample();
+        Ok(Started::Admits)
     }
 
     /// The End of a deferred iteration of `m`, now: `end_iteration` for the due
@@ -465,7 +570,10 @@ impl Host<'_> {
     }
 
     /// Whether `m` has residents that can each take one token (budget and chunk
-    /// allow it) and no pool it serves has a hold to admit or a grow to retry.
+    /// allow it) and no pool it serves has a grow to retry. Holds may wait where
+    /// `m` takes its residents' tokens before admitting (not R16's exclusive
+    /// prefill): whether one is admitted is asked after the iteration's decodes
+    /// ([`Host::waiting_admits`]), and the run ends at the first that is.
     fn nothing_pending(&self, m: StepIx) -> bool {
         let st = &self.steps[m];
         let r = st.residents.len() as u64;
@@ -474,7 +582,7 @@ impl Host<'_> {
             && st.chunk > 0
             && st.pools.iter().all(|&p| {
                 let pool = &self.pools[p];
-                pool.queued() == 0 && pool.grows_waiting() == 0
+                pool.grows_waiting() == 0 && (pool.queued() == 0 || !st.exclusive)
             })
     }
 
@@ -500,7 +608,7 @@ impl Host<'_> {
     /// both are known): residents in admission order grow by their one token, each
     /// grow that allocates a block followed by the bookkeeping of any pool operation
     /// (it may evict, and spill what it evicts); nobody is admitted.
-    fn start_decodes(&mut self, m: StepIx, dt: f64, io: &mut Io<'_>) -> Result<(), HostError> {
+    fn start_decodes(&mut self, m: StepIx, dt: f64, io: &mut Io<'_>) -> Result<Started, HostError> {
         let t = self.now;
         self.steps[m].clear_iteration();
         self.shared.current = Some(m);
@@ -508,9 +616,12 @@ impl Host<'_> {
             let s = self.steps[m].residents[k];
             self.decode(m, s, t, io)?;
         }
+        if self.waiting_admits(m)? {
+            return self.admit_and_close(m, t, io);
+        }
         let r = self.steps[m].residents.len() as u64;
         self.decodes_started(m, t, dt, r);
-        Ok(())
+        Ok(Started::Decodes)
     }
 
     /// Resident `s` of `m` grows by its one token at `t` and takes it; a grow that

@@ -21,6 +21,7 @@
 // purpose, as Cranelift's code indexes its `PrimaryMap`s.
 #![allow(clippy::indexing_slicing)]
 
+mod admission;
 mod ahead;
 mod build;
 mod handoff;

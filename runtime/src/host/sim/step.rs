@@ -1,18 +1,18 @@
 //! The step stages (R15, R16): one member's iteration from its start (waiting grows
 //! retried, residents' takes with their grows and preemptions, admissions within the
-//! budget and seats, the iteration's time from the compiled `time`) to its end
+//! budget and seats — the attempts are admission.rs's —, the iteration's time from
+//! the compiled `time`) to its end
 //! (computed units advance, tokens sampled, finished sessions released), and the
 //! iteration told to the observers. It drives pools only through their operations.
 
 use crate::env::Env;
 use crate::event::Notice;
-use crate::pool::{Admission, Charge, Grown, Hit};
-use crate::types::{Header, Limit, SessionId, Units};
+use crate::pool::{Charge, Grown};
+use crate::types::{Limit, SessionId, Units};
 
 use super::super::config::{HostError, IterTime, StepConfig, TakeVar, TimeVar};
 use super::super::observe::{Admitted, Iteration, Latency};
 use super::ahead::Deferred;
-use super::links::JobKind;
 use super::session::{Shared, StageQ, State};
 use super::{Class, Host, Io, PoolIx, StepIx, What};
 
@@ -261,6 +261,17 @@ impl Host<'_> {
             .sum()
     }
 
+    /// The most a take may be in `m`'s iteration starting now (its residents and
+    /// waiting holds as they are at the start): vLLM turns its long-prefill
+    /// threshold off for a lone request.
+    pub(super) fn admission_chunk(&self, m: StepIx) -> u64 {
+        if self.steps[m].residents.len() + self.waiting_of(m) > 1 {
+            self.steps[m].chunk
+        } else {
+            u64::MAX
+        }
+    }
+
     /// R15 steps 1 and 2 (or R16), then the iteration's time.
     pub(super) fn start_iteration(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<(), HostError> {
         let residents = self.steps[m].residents.len();
@@ -275,12 +286,7 @@ impl Host<'_> {
             let st = &self.steps[m];
             (st.budget, st.seats, st.exclusive)
         };
-        // vLLM turns its long-prefill threshold off for a lone request.
-        let chunk = if residents + waiting > 1 {
-            self.steps[m].chunk
-        } else {
-            u64::MAX
-        };
+        let chunk = self.admission_chunk(m);
         let mut left = budget;
         // R13 `preempt none`: waiting grows are retried at every iteration.
         for k in 0..self.steps[m].pools.len() {
@@ -323,20 +329,16 @@ impl Host<'_> {
         } else {
             self.residents_pass(m, &mut left, chunk, io)?;
             if self.steps[m].preempted.is_empty() {
-                for k in 0..self.steps[m].pools.len() {
-                    let p = self.steps[m].pools[k];
-                    while left > 0
-                        && self.steps[m].residents.len() < seats
-                        && self.pools[p].queued() > 0
-                    {
-                        match self.admit_one(m, p, left, chunk, io)? {
-                            Some(n) => left -= n,
-                            None => break,
-                        }
-                    }
-                }
+                self.admit_waiting(m, left, chunk, io)?;
             }
         }
+        self.close_start(m, t)
+    }
+
+    /// The end of an iteration's start at `t`, its takes and admissions made: the
+    /// stage's queryable state, then the iteration's time and its End, or the member
+    /// idles when nothing could happen.
+    pub(super) fn close_start(&mut self, m: StepIx, t: f64) -> Result<(), HostError> {
         self.shared.current = None;
         self.shared.stage_q[m] = StageQ {
             budget_left: f64::INFINITY,
@@ -487,138 +489,6 @@ impl Host<'_> {
             )
             .map_err(self.engine(p))?;
         self.after_op(p, io)
-    }
-
-    /// One admission attempt of R15 step 2 on pool `p`: the header gives
-    /// `hit + min(sequence − hit, chunk, budget)` units; a hold with a tier hit
-    /// takes no tokens until its load completes (R12). Returns the tokens the
-    /// admitted session takes, `None` when nothing was admitted.
-    pub(super) fn admit_one(
-        &mut self,
-        m: StepIx,
-        p: PoolIx,
-        budget: u64,
-        chunk: u64,
-        io: &mut Io<'_>,
-    ) -> Result<Option<u64>, HostError> {
-        let t = self.now;
-        self.shared.stage_q[m] = StageQ {
-            budget_left: if budget == u64::MAX {
-                f64::INFINITY
-            } else {
-                budget as f64
-            },
-            residents: self.steps[m].residents.len() as f64,
-        };
-        let shared = &self.shared;
-        let units_for = |s: SessionId, hit: Hit, _: &Header| -> Option<Units> {
-            let x = shared.sess.get(s)?;
-            let seq = x.seq();
-            let base = hit.local.0 + hit.tier.0;
-            // R26: a handed-off session allocates its prompt and reads what it
-            // does not hit over the link, taking no tokens meanwhile.
-            if x.remote {
-                return Some(Units(seq));
-            }
-            if hit.tier.0 > 0 {
-                Some(Units(base))
-            } else {
-                Some(Units(
-                    base + seq.saturating_sub(base).min(chunk).min(budget),
-                ))
-            }
-        };
-        let r = match self.info[p].tier {
-            Some(tp) => {
-                let (pool, tier) = self.pools.pair(p, tp);
-                pool.admit_next_tiered(t, shared, Some(tier), units_for)
-            }
-            None => self.pools[p].admit_next_tiered(t, shared, None, units_for),
-        }
-        .map_err(self.engine(p))?;
-        let Admission::Admitted {
-            session,
-            hit,
-            units,
-        } = r
-        else {
-            self.after_op(p, io)?;
-            return Ok(None);
-        };
-        let load = self.pools[p].notices().iter().find_map(|n| match *n {
-            Notice::TierLoad { units, work, .. } => Some((units.0, work)),
-            _ => None,
-        });
-        self.after_op(p, io)?;
-        let x = &mut self.shared.sess[session];
-        let resumed = x.admitted_once;
-        x.admitted_once = true;
-        x.state = State::Resident(m);
-        x.computed = hit.0;
-        if x.t_admit.is_nan() {
-            x.t_admit = t;
-        }
-        let remote = x.remote;
-        let prompt = x.prompt;
-        let tokens = if load.is_some() || remote {
-            0
-        } else {
-            units.0 - hit.0
-        };
-        let info = &mut self.info[p];
-        if resumed {
-            info.resumed_admissions += 1;
-            info.hit_resumed += hit.0;
-        } else {
-            info.new_admissions += 1;
-            info.hit_new += hit.0;
-            info.prompt_new += prompt;
-            info.tier_new += load.map_or(0, |(u, _)| u);
-        }
-        if let Some((units, work)) = load {
-            let x = &mut self.shared.sess[session];
-            x.loading = true;
-            x.load_gen = x.load_gen.wrapping_add(1);
-            let gen_ = x.load_gen;
-            // The pool logged the load as its `tier_load` event (written by after_op).
-            let l = self.info[p].link.expect("a pool with a tier hit spills");
-            self.submit(
-                p,
-                l,
-                work,
-                JobKind::Load {
-                    session,
-                    gen_,
-                    units,
-                },
-            )?;
-        }
-        if remote {
-            self.start_transfer(p, session, hit.0, io)?;
-        }
-        let st = &mut self.steps[m];
-        st.remote_admits += usize::from(remote);
-        st.residents.push(session);
-        if tokens > 0 {
-            self.took(
-                m,
-                Take {
-                    s: session,
-                    n: tokens,
-                    kind: TakeKind::Admit,
-                },
-            );
-        }
-        let st = &mut self.steps[m];
-        st.admitted.push(Admitted {
-            session,
-            resumed,
-            hit,
-            tier_hit: Units(load.map_or(0, |(u, _)| u)),
-            prompt: Units(prompt),
-            tokens,
-        });
-        Ok(Some(tokens))
     }
 
     /// Session `take.s` takes tokens in `m`'s iteration: the take joins the
