@@ -382,3 +382,67 @@ fn r12_accept_spill_logs_store_after_the_evictions_that_made_room() {
     );
     assert_eq!(tier.counters().stored, 3);
 }
+
+#[test]
+fn r17_completions_at_one_instant_on_two_links_go_in_the_order_the_jobs_came() {
+    // kv[2] (3 blocks of 4 each) over engine[2]: even serials to kv[0], odd to kv[1].
+    // kv[0] spills into hostA over pcieA (rate 2), kv[1] into hostB over pcieB
+    // (rate 4/3: 4 units take 3 s, exactly).
+    // t0: s0 (run 1, 8 units) in kv[0] and s1 (run 3, 8 units) in kv[1] each cache
+    //     2 blocks at 1.
+    // t1: s2 (12 units) evicts s0's blocks tail first: pcieA writes (1,7) 1→3 and
+    //     (1,3) 3→5, both put on the link at 1.
+    // t2: s3 (12 units) evicts s1's blocks: pcieB writes (3,7) 2→5 and (3,3) 5→8.
+    // At 5 both links complete a job: (1,3) came first (at 1, queued behind (1,7)),
+    // so it is stored first, though pcieA reached it only at 3, after (3,7) came.
+    let tier = |decl: u32, name: &str| PoolDecl {
+        name: name.into(),
+        members: vec![PoolMember {
+            config: PoolConfig {
+                me: PoolRef {
+                    pool: decl,
+                    member: 0,
+                },
+                cap: fin(400),
+                block: Units(4),
+                ..PoolConfig::default()
+            },
+            admit_via: vec![],
+            handoff: None,
+        }],
+    };
+    let (host_a, host_b) = (tier(0, "hostA"), tier(1, "hostB"));
+    let mut kv = kv(2, "kv", 2, 12, 4, |i| vec![sref(0, i)]);
+    kv.members[0].config.spill = Some(spill_to(PoolRef { pool: 0, member: 0 }, sref(1, 0)));
+    kv.members[1].config.spill = Some(spill_to(PoolRef { pool: 1, member: 0 }, sref(2, 0)));
+    let config = HostConfig {
+        attrs: attrs(),
+        stages: vec![
+            step("engine", 2, engine(100, 8, None)),
+            link("pcieA", 2.0),
+            link("pcieB", 4.0 / 3.0),
+        ],
+        pools: vec![host_a, host_b, kv],
+        routes: Vec::new(),
+    };
+    let w = workload(vec![
+        sess(0.0, 8, 1, &[(1, 8)]),
+        sess(0.0, 8, 1, &[(3, 8)]),
+        sess(1.0, 12, 1, &[(2, 12)]),
+        sess(2.0, 12, 1, &[(4, 12)]),
+    ]);
+    let (_, _, lines) = run(config, &w);
+    let stores: Vec<Value> = events(&lines, "store")
+        .iter()
+        .map(|l| json!([l["t"], l["pool"], l["key"]]))
+        .collect();
+    assert_eq!(
+        stores,
+        [
+            json!([3.0, "hostA", [1, 7]]),
+            json!([5.0, "hostA", [1, 3]]),
+            json!([5.0, "hostB", [3, 7]]),
+            json!([8.0, "hostB", [3, 3]]),
+        ]
+    );
+}

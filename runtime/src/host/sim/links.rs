@@ -35,12 +35,21 @@ pub(super) enum JobKind {
     },
 }
 
+/// A job on a link: what it carries, when it completes, and its place in the event
+/// order (taken when it was put on the link).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Job {
     pub(super) kind: JobKind,
+    done: f64,
+    seq: u64,
 }
 
-/// One member of a link stage: a FIFO server (R17).
+/// One member of a link stage: a FIFO server (R17). Its jobs complete in the order
+/// they came, so only the first is in the event queue: the next goes in when it
+/// completes, with the time and place in the event order it was given on arrival,
+/// so that the events pop in the order they would with every job queued (a link
+/// backlogged with spills would otherwise fill the event queue with thousands of
+/// them, and every pop would cost their heap's depth).
 pub(super) struct LinkMember {
     pub(super) name: String,
     pub(super) rate: f64,
@@ -132,8 +141,16 @@ impl Host<'_> {
             JobKind::Load { .. } => link.loads += 1,
             JobKind::Handoff { .. } => link.handoffs += 1,
         }
-        link.jobs.push_back(Job { kind });
-        self.push(done, Class::Link, What::Link(l));
+        self.seq += 1;
+        let job = Job {
+            kind,
+            done,
+            seq: self.seq,
+        };
+        link.jobs.push_back(job);
+        if link.jobs.len() == 1 {
+            self.push_at(job.done, Class::Link, job.seq, What::Link(l));
+        }
         Ok(())
     }
 
@@ -142,6 +159,10 @@ impl Host<'_> {
         let Some(job) = self.links[l].jobs.pop_front() else {
             return Ok(());
         };
+        // The next job's completion joins the event queue before anything reads it.
+        if let Some(&next) = self.links[l].jobs.front() {
+            self.push_at(next.done, Class::Link, next.seq, What::Link(l));
+        }
         match job.kind {
             JobKind::Spill {
                 tier,

@@ -420,10 +420,16 @@ impl Host<'_> {
 
     fn push(&mut self, t: f64, class: Class, what: What) {
         self.seq += 1;
+        self.push_at(t, class, self.seq, what);
+    }
+
+    /// Pushes an event whose place in the push order, `seq`, was taken earlier (a
+    /// link's next job: links.rs).
+    fn push_at(&mut self, t: f64, class: Class, seq: u64, what: What) {
         self.events.push(Ev {
             t,
             class,
-            seq: self.seq,
+            seq,
             what,
         });
     }
