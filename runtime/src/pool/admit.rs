@@ -117,9 +117,14 @@ impl Pool {
     {
         self.check_time(now)?;
         self.begin(now);
-        let target = self.spill.as_ref().map(|sp| sp.tier);
-        let tier = tier.filter(|t| t.block == self.block && target == Some(t.me));
+        let tier = tier.filter(|t| self.spills_into(t));
         self.attempt(env, tier, units_for)
+    }
+
+    /// Whether `tier` is the pool this one spills into (by its `me`), with the same
+    /// block size: the only pool whose copies extend a hit (R12).
+    fn spills_into(&self, tier: &Pool) -> bool {
+        tier.block == self.block && self.spill.as_ref().is_some_and(|sp| sp.tier == tier.me)
     }
 
     /// Revises a waiting hold's header values, for a step host whose preempted
@@ -173,8 +178,7 @@ impl Pool {
     {
         self.check_time(now)?;
         self.begin(now);
-        let target = self.spill.as_ref().map(|sp| sp.tier);
-        let tier = tier.filter(|t| t.block == self.block && target == Some(t.me));
+        let tier = tier.filter(|t| self.spills_into(t));
         Ok(match self.plan(env, tier, units_for)? {
             Plan::Returns(a) => Outlook::Returns(a),
             Plan::Fits(_) => Outlook::Admits,
