@@ -63,7 +63,8 @@ pub struct RunOptions<'a> {
     /// and benchmarks that compare the two.
     pub one_at_a_time: bool,
     /// Set at the end to how many step iterations went as runs known in advance
-    /// (docs/HOST.md, "Runs known in advance"): how the replay was computed, never
+    /// (docs/HOST.md, "Runs known in advance"; not an iteration a run began but
+    /// finished as the ordinary one, having admitted): how the replay was computed, never
     /// what it reports or tells (a reader of pool events, the log among them, makes
     /// it 0). For tests and benchmarks.
     pub iterations_ahead: Option<&'a mut u64>,

@@ -180,7 +180,7 @@ impl Pool {
         self.begin(now);
         let tier = tier.filter(|t| self.spills_into(t));
         Ok(match self.plan(env, tier, units_for)? {
-            Plan::Returns(a) => Outlook::Returns(a),
+            Plan::Returns(_) => Outlook::AdmitsNobody,
             Plan::Fits(_) => Outlook::Admits,
         })
     }

@@ -128,8 +128,8 @@ pub enum Admission {
 pub(crate) enum Outlook {
     /// It would admit the selected hold.
     Admits,
-    /// It would return this, admitting nobody (`Empty`, `Blocked` or `Declined`).
-    Returns(Admission),
+    /// It would admit nobody (it would return `Empty`, `Blocked` or `Declined`).
+    AdmitsNobody,
 }
 
 /// What [`Pool::accept_spill`] did with a written block.

@@ -21,7 +21,7 @@
 //! whose token is their last, and the others catch up, all deferred iterations at
 //! once, when they next do one of those or when the deferral ends. Where the
 //! member's pools are its own, a deferral outlasts the run (its End goes through
-//! the event queue): fleets, and pools whose spills push a link's event mid-start. Every
+//! the event queue): fleets, and pools whose spills may queue a link's event mid-start. Every
 //! operation that can change a pool, a report or what a rule reads is still made
 //! at its own time and in its own order; what is deferred is what no one reads in
 //! between (a hold's units inside its blocks, a session's counters).
@@ -104,8 +104,10 @@ fn due_in(x: &Sess, block: u64) -> u64 {
 impl Host<'_> {
     /// At a Start of member `m` at `now`: runs the iterations from here that are
     /// known in advance, leaving the event queue as the ordinary path would (the
-    /// member's next Start, or the End of an iteration another event must precede).
-    /// Returns false when not even this one is known: the caller runs it.
+    /// member's next Start, the End of an iteration another event must precede, or
+    /// the End of an iteration in which a waiting hold was admitted, its start
+    /// finished as the ordinary one). Returns false when not even this one is known:
+    /// the caller runs it.
     pub(super) fn run_ahead(&mut self, m: StepIx, io: &mut Io<'_>) -> Result<bool, HostError> {
         // The cheap checks first: at most Starts of a memory-bound replay something
         // waits, and the residents' holds need not be looked at.
@@ -159,7 +161,7 @@ impl Host<'_> {
                 // Without a deferral that may persist, no pool of `m` has a tier
                 // (`may_defer`), so nothing the start does can push an event and
                 // whether the End comes first is known before it. With one, a
-                // spill may push a link's event: that is asked again after it.
+                // spill may queue a link's event: that is asked again after it.
                 if persist || end < self.next_event() {
                     if self.deferred_start(m, dt, io)? == Started::Admits {
                         return Ok(true);
@@ -250,7 +252,7 @@ impl Host<'_> {
     /// changes. Observers and logs are told every take; service counters (R30) add
     /// each take in turn. (A `time` with `sum`, R29, reads every take's row, but a
     /// deferred resident's row is known without catching up: [`Deferred::lagging`].)
-    /// A spill (R12) pushes a link's event in the middle of an iteration's start, so
+    /// A spill (R12) may queue a link's event in the middle of an iteration's start, so
     /// a pool with a tier needs a deferral that may outlast the run.
     fn may_defer(&self, m: StepIx, io: &Io<'_>) -> bool {
         !io.iterations()
@@ -370,7 +372,8 @@ impl Host<'_> {
 
     /// The start of an iteration of `m` lasting `dt` with decodes deferred:
     /// `start_decodes` for the due residents, in admission order; the quiet ones
-    /// only count.
+    /// only count. Where a waiting hold would then be admitted, the deferral ends
+    /// and the start is finished as the ordinary one ([`Started::Admits`]).
     fn deferred_start(
         &mut self,
         m: StepIx,
@@ -607,7 +610,8 @@ impl Host<'_> {
     /// The start of a decode iteration of `m` lasting `dt` (R15 steps 1 and 2 when
     /// both are known): residents in admission order grow by their one token, each
     /// grow that allocates a block followed by the bookkeeping of any pool operation
-    /// (it may evict, and spill what it evicts); nobody is admitted.
+    /// (it may evict, and spill what it evicts); then, where a waiting hold would be
+    /// admitted, the start is finished as the ordinary one ([`Started::Admits`]).
     fn start_decodes(&mut self, m: StepIx, dt: f64, io: &mut Io<'_>) -> Result<Started, HostError> {
         let t = self.now;
         self.steps[m].clear_iteration();

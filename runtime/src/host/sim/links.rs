@@ -39,7 +39,7 @@ pub(super) enum JobKind {
 /// order (taken when it was put on the link).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Job {
-    pub(super) kind: JobKind,
+    kind: JobKind,
     done: f64,
     seq: u64,
 }

@@ -1,9 +1,9 @@
 //! The step stages (R15, R16): one member's iteration from its start (waiting grows
 //! retried, residents' takes with their grows and preemptions, admissions within the
-//! budget and seats — the attempts are admission.rs's —, the iteration's time from
-//! the compiled `time`) to its end
-//! (computed units advance, tokens sampled, finished sessions released), and the
-//! iteration told to the observers. It drives pools only through their operations.
+//! budget and seats, whose attempts are admission.rs's, the iteration's time from
+//! the compiled `time`) to its end (computed units advance, tokens sampled, finished
+//! sessions released), and the iteration told to the observers. It drives pools
+//! only through their operations.
 
 use crate::env::Env;
 use crate::event::Notice;
