@@ -88,6 +88,14 @@ enum Started {
     Admits,
 }
 
+/// What R15 step 2 is asked with after a run iteration's decodes: the budget left
+/// (one token a resident taken) and the chunk.
+#[derive(Clone, Copy, Debug)]
+struct Room {
+    left: u64,
+    chunk: u64,
+}
+
 /// A rank whose session finished.
 const GONE: u64 = u64::MAX;
 
@@ -391,9 +399,9 @@ impl Host<'_> {
             let s = self.deferred[m].sess[k];
             self.decode(m, s, t, io)?;
         }
-        if self.waiting_admits(m)? {
-            self.undefer_started(m, t)?;
-            return self.admit_and_close(m, t, io);
+        if let Some(room) = self.waiting_admits(m)? {
+            self.undefer_started(m, t, io)?;
+            return self.admit_and_close(m, t, room, io);
         }
         self.decodes_started(m, t, dt, r);
         self.ahead += 1;
@@ -403,11 +411,11 @@ impl Host<'_> {
     }
 
     /// Ends `m`'s deferral in the middle of an iteration's start at `t`, its due
-    /// residents' decodes made: each quiet resident catches up and grows by this
-    /// iteration's token (inside its blocks: nothing a rule reads), and the takes
-    /// are every resident's, in admission order, as [`Host::residents_pass`] makes
-    /// them.
-    fn undefer_started(&mut self, m: StepIx, t: f64) -> Result<(), HostError> {
+    /// residents' decodes made: each quiet resident catches up and decodes this
+    /// iteration's token (a grow inside its blocks: nothing a rule reads), and the
+    /// takes are every resident's, in admission order, as [`Host::residents_pass`]
+    /// makes them.
+    fn undefer_started(&mut self, m: StepIx, t: f64, io: &mut Io<'_>) -> Result<(), HostError> {
         self.deferred[m].active = false;
         let mut due = 0;
         for k in 0..self.deferred[m].sess.len() {
@@ -421,12 +429,9 @@ impl Host<'_> {
             }
             self.sync(m, k)?;
             let s = self.deferred[m].sess[k];
-            let p = self.shared.sess[s].pool;
-            let g = self.pools[p]
-                .grow(t, s, Units(1), &self.shared)
-                .map_err(self.engine(p))?;
-            debug_assert!(g == Grown::Grown, "a quiet grow stays inside its blocks");
+            self.decode(m, s, t, io)?;
         }
+        // `decode` appended the quiet residents' takes after the due ones'.
         let st = &mut self.steps[m];
         st.took.clear();
         st.took.extend(st.residents.iter().map(|&s| Take {
@@ -440,38 +445,45 @@ impl Host<'_> {
     /// Whether R15 step 2 would admit a waiting hold after this iteration's decodes
     /// (every resident took one token): the first attempt [`Host::admit_waiting`]
     /// would make on each pool, peeked without admitting ([`Host::peek_one`]).
-    /// Where none would admit, the iteration is its decodes alone, as when nothing
-    /// waits; the attempts' only effect, a remembered walk, is the same as theirs.
-    fn waiting_admits(&mut self, m: StepIx) -> Result<bool, HostError> {
+    /// Returns the budget left and the chunk the attempts were asked with when one
+    /// would admit. Where none would, the iteration is its decodes alone, as when
+    /// nothing waits; the attempts' only effect, a remembered walk, is the same as
+    /// theirs.
+    fn waiting_admits(&mut self, m: StepIx) -> Result<Option<Room>, HostError> {
         let st = &self.steps[m];
         let r = st.residents.len();
         // `nothing_pending`: the budget covers every resident's token.
         let left = st.budget - r as u64;
-        if left == 0 || r >= st.seats {
-            return Ok(false);
+        if left == 0 || r >= st.seats || st.pools.iter().all(|&p| self.pools[p].queued() == 0) {
+            return Ok(None);
         }
-        let chunk = self.admission_chunk(m);
+        let room = Room {
+            left,
+            chunk: self.admission_chunk(m),
+        };
         for k in 0..self.steps[m].pools.len() {
             let p = self.steps[m].pools[k];
-            if self.pools[p].queued() > 0 && self.peek_one(m, p, left, chunk)? == Outlook::Admits {
-                return Ok(true);
+            if self.pools[p].queued() > 0
+                && self.peek_one(m, p, room.left, room.chunk)? == Outlook::Admits
+            {
+                return Ok(Some(room));
             }
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// The rest of an iteration's start at `t` whose residents each took a token and
-    /// in which a waiting hold is admitted: R15 step 2 and the iteration's End, as
-    /// [`Host::start_iteration`] makes them. The run ends there.
+    /// in which a waiting hold is admitted: R15 step 2 with the `room` it was peeked
+    /// with, and the iteration's End, as [`Host::start_iteration`] makes them. The
+    /// run ends there.
     fn admit_and_close(
         &mut self,
         m: StepIx,
         t: f64,
+        room: Room,
         io: &mut Io<'_>,
     ) -> Result<Started, HostError> {
-        let left = self.steps[m].budget - self.steps[m].residents.len() as u64;
-        let chunk = self.admission_chunk(m);
-        self.admit_waiting(m, left, chunk, io)?;
+        self.admit_waiting(m, room.left, room.chunk, io)?;
         self.close_start(m, t)?;
         let st = &mut self.steps[m];
         st.scheduled = st.in_flight;
@@ -620,8 +632,8 @@ impl Host<'_> {
             let s = self.steps[m].residents[k];
             self.decode(m, s, t, io)?;
         }
-        if self.waiting_admits(m)? {
-            return self.admit_and_close(m, t, io);
+        if let Some(room) = self.waiting_admits(m)? {
+            return self.admit_and_close(m, t, room, io);
         }
         let r = self.steps[m].residents.len() as u64;
         self.decodes_started(m, t, dt, r);
