@@ -269,6 +269,33 @@ fn deferred_decodes_keep_the_context_an_iteration_time_reads() {
     assert!(ahead.deferred > 0, "{ahead:?}");
 }
 
+#[test]
+fn deferred_decodes_keep_the_rows_a_sum_in_time_reads() {
+    // A `sum` row of a deferred resident moves one unit of computed and context an
+    // iteration, kept from one deferred iteration to the next and made again when a
+    // resident finishes or a deferral begins: a row one iteration stale, or one
+    // still there after its session finished, changes that iteration's time.
+    let sum = "time (0.005 + 0.00002 * tokens + 0.0000003 * sum(decode * context) \
+               + 0.0000001 * sum(prefill * computed));";
+    let c = spec(
+        "examples/vllm_priority.pool",
+        &[("time (0.005 + 0.00002 * tokens);", sum)],
+    );
+    let ahead = same_at_rates("vllm_priority summing context", &c, 1500);
+    assert!(ahead.deferred > 0, "{ahead:?}");
+    // Its decode member serves a pool that receives handoffs, so its deferrals end
+    // with their runs: deferral after deferral, each with its own rows.
+    let c = spec(
+        "examples/disagg/split.pool",
+        &[(
+            "time (0.0057527 + 0.00001725 * prefill + 0.000006 * decode);",
+            sum,
+        )],
+    );
+    let ahead = same_at_rates("disagg/split summing context", &c, 1500);
+    assert!(ahead.deferred > 0, "{ahead:?}");
+}
+
 /// Replays `c` (whose `time` is a fixed 1/4 s, exact in binary) with arrivals on the
 /// same quarter-second grid: every member's iterations end at the same instants and
 /// each arrival at an iteration's end. At a tie the members' Ends go in push order;

@@ -15,7 +15,8 @@
 //!
 //! Inside a run, when nothing can read a resident's state between its changes (no
 //! observer or log, no service counters; a `time` with `sum` reads each resident's
-//! row, which is known without catching up), the decodes of
+//! row, which is known without catching up and kept from one deferred iteration to
+//! the next, one unit of context on), the decodes of
 //! the residents that only decode are deferred ([`Deferred`], issue #35 item 2): an
 //! iteration visits only the residents whose grow allocates or fills a block, or
 //! whose token is their last, and the others catch up, all deferred iterations at
@@ -42,6 +43,11 @@ use super::{Class, Host, Io, StepIx, What};
 #[derive(Clone, Debug, Default)]
 pub(super) struct Deferred {
     active: bool,
+    /// Deferrals begun on this member so far: names this one (the step's kept
+    /// `sum` rows are this deferral's only while it is the same).
+    serial: u64,
+    /// Ranks whose session finished (their rows leave the `sum` table).
+    gone: u64,
     /// Iterations run since the deferral began: the current one's number.
     j: u64,
     /// The end of the previous iteration, every resident's last token.
@@ -75,6 +81,39 @@ impl Deferred {
             .zip(&self.exact)
             .filter(|&(_, &exact)| exact != GONE)
             .map(|(&s, &exact)| (s, self.j - exact))
+    }
+
+    /// Whether every resident's computed units and context this iteration are
+    /// integers an `f64` holds exactly (their sum, `context`, is below 2^53), so
+    /// that a row's slot one unit on is its old value plus 1.
+    pub(super) fn counts_exact_in_f64(&self) -> bool {
+        self.context < 1 << f64::MANTISSA_DIGITS
+    }
+
+    /// Which of this member's deferred iterations is under way: rows filled for one
+    /// hold for the next, each resident's computed and context one unit on, while
+    /// the deferral and its residents are the same.
+    pub(super) fn iteration(&self) -> DeferredIteration {
+        DeferredIteration {
+            serial: self.serial,
+            j: self.j,
+            gone: self.gone,
+        }
+    }
+}
+
+/// A deferred iteration's name (see [`Deferred::iteration`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct DeferredIteration {
+    serial: u64,
+    j: u64,
+    gone: u64,
+}
+
+impl DeferredIteration {
+    /// Whether `self` is the iteration after `before`, with the same residents.
+    pub(super) fn follows(self, before: DeferredIteration) -> bool {
+        self.serial == before.serial && self.gone == before.gone && self.j == before.j + 1
     }
 }
 
@@ -280,6 +319,8 @@ impl Host<'_> {
         d.exact.clear();
         d.due.clear();
         d.j = 0;
+        d.serial += 1;
+        d.gone = 0;
         d.t_prev = self.now;
         d.context = 0;
         d.end_pending = false;
@@ -512,6 +553,7 @@ impl Host<'_> {
             let d = &mut self.deferred[m];
             if x.generated == x.output {
                 d.exact[k] = GONE;
+                d.gone += 1;
                 d.context -= x.computed + 1;
             } else {
                 d.exact[k] = d.j + 1;

@@ -12,7 +12,7 @@ use crate::types::{Limit, SessionId, Units};
 
 use super::super::config::{HostError, IterTime, StepConfig, TakeVar, TimeVar};
 use super::super::observe::{Admitted, Iteration, Latency};
-use super::ahead::Deferred;
+use super::ahead::{Deferred, DeferredIteration};
 use super::session::{Shared, StageQ, State};
 use super::{Class, Host, Io, PoolIx, StepIx, What};
 
@@ -66,6 +66,9 @@ pub(super) struct StepMember {
     pub(super) ctx: Vec<f64>,
     /// The iteration's take table for `sum` (R29), a row per take.
     pub(super) rows: Vec<f64>,
+    /// The deferred iteration `rows` were made for, if they were: the next one's
+    /// rows are these with each computed and context slot one unit on.
+    kept: Option<DeferredIteration>,
 }
 
 impl StepMember {
@@ -101,6 +104,7 @@ impl StepMember {
             cached: Vec::new(),
             ctx: Vec::new(),
             rows: Vec::new(),
+            kept: None,
         }
     }
 }
@@ -138,6 +142,18 @@ fn take_row(rows: &mut Vec<f64>, row: &[TakeVar], take: &Take, computed: u64, sh
                 .unwrap_or(f64::NAN),
         }
     }));
+}
+
+/// Moves every decode row of a take table one iteration on: its computed units
+/// and its context one more (exact while they stay below 2^53).
+fn one_decode_on(rows: &mut [f64], row: &[TakeVar]) {
+    for r in rows.chunks_exact_mut(row.len()) {
+        for (x, v) in r.iter_mut().zip(row) {
+            if matches!(v, TakeVar::Computed | TakeVar::Context) {
+                *x += 1.0;
+            }
+        }
+    }
 }
 
 /// What an iteration's takes add up to: the inputs of its `time` (TimeVar).
@@ -178,14 +194,15 @@ impl StepMember {
                         TimeVar::Context => n.context as f64,
                     });
                 }
-                self.rows.clear();
                 let decode = |s| Take {
                     s,
                     n: 1,
                     kind: TakeKind::Decode,
                 };
+                let kept = self.kept.take();
                 let count = match takes {
                     Takers::Took => {
+                        self.rows.clear();
                         for take in &self.took {
                             let computed = shared.sess[take.s].computed;
                             take_row(&mut self.rows, row, take, computed, shared);
@@ -198,6 +215,7 @@ impl StepMember {
                         self.residents.len()
                     }
                     Takers::ResidentsDecoding => {
+                        self.rows.clear();
                         for &s in &self.residents {
                             let computed = shared.sess[s].computed;
                             take_row(&mut self.rows, row, &decode(s), computed, shared);
@@ -206,14 +224,25 @@ impl StepMember {
                     }
                     // The same rows, in the same order, without catching up: a
                     // deferred resident's row is what it would be had it been
-                    // visited every iteration.
+                    // visited every iteration. From one deferred iteration to the
+                    // next only its computed units and context change, by one.
                     Takers::Deferred(d) => {
-                        let mut count = 0;
-                        for (s, lag) in d.lagging() {
-                            let computed = shared.sess[s].computed + lag;
-                            take_row(&mut self.rows, row, &decode(s), computed, shared);
-                            count += 1;
+                        let now = d.iteration();
+                        match kept {
+                            Some(k) if k == now => {}
+                            Some(k) if now.follows(k) && d.counts_exact_in_f64() => {
+                                one_decode_on(&mut self.rows, row);
+                            }
+                            _ => {
+                                self.rows.clear();
+                                for (s, lag) in d.lagging() {
+                                    let computed = shared.sess[s].computed + lag;
+                                    take_row(&mut self.rows, row, &decode(s), computed, shared);
+                                }
+                            }
                         }
+                        self.kept = Some(now);
+                        let count = self.rows.len() / row.len();
                         debug_assert_eq!(count, self.residents.len(), "a rank per resident");
                         count
                     }
