@@ -21,7 +21,7 @@ use crate::types::{BlockId, BlockKey, EntryId, RunId, SessionId, SnapSlot};
 const NO_BLOCK: BlockId = BlockId(u32::MAX);
 
 /// A block's `next_dup` while it is not registered (block ids stay below it): the
-/// key then needs no `Option`, whose tag would make a block 48 bytes instead of 40,
+/// key then needs no `Option`, whose tag would make a block 40 bytes instead of 32,
 /// and a fleet's block tables are tens of megabytes (docs/PERFORMANCE.md, issue #35).
 const UNREGISTERED: BlockId = BlockId(u32::MAX - 1);
 
@@ -44,22 +44,60 @@ impl EntrySlot {
     }
 }
 
+/// A block's holders, or its entry while it is cached, in one word: a block nobody
+/// holds is cached or free, never both held and cached. The high bit says cached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Use(u32);
+
+impl Use {
+    const CACHED: u32 = 1 << 31;
+    /// Neither held nor cached.
+    const FREE: Use = Use(0);
+
+    /// Held by `refs` holders.
+    fn held(refs: u32) -> Use {
+        assert!(refs < Use::CACHED, "2^31 holders of one block");
+        Use(refs)
+    }
+
+    /// Cached in entry `slot`.
+    fn cached(slot: EntrySlot) -> Use {
+        debug_assert!(slot.0 < Use::CACHED, "entry slots stay below 2^31");
+        Use(slot.0 | Use::CACHED)
+    }
+
+    /// Holders holding it; 0 when cached or free.
+    fn refs(self) -> u32 {
+        if self.0 & Use::CACHED == 0 { self.0 } else { 0 }
+    }
+
+    /// The entry slot while cached, else NIL.
+    fn entry(self) -> EntrySlot {
+        if self.0 & Use::CACHED == 0 {
+            EntrySlot::NIL
+        } else {
+            EntrySlot(self.0 & !Use::CACHED)
+        }
+    }
+}
+
+/// 32 bytes and aligned to them, so that a block's record is one cache line's
+/// quarter, never split over two: the replay's per-block work is a record touched
+/// once or so at each step of its life, each a likely cache miss (docs/PERFORMANCE.md,
+/// issue #35). Its hit count (R31) is kept beside it, in [`Store::hits`].
 #[derive(Clone, Debug)]
+#[repr(align(32))]
 struct Block {
     /// Its key while it is registered (hittable): see [`Block::key`].
     key: BlockKey,
-    /// Holders holding it; 0 when cached or free.
-    refs: u32,
-    /// The entry slot while cached, else NIL.
-    entry: EntrySlot,
+    /// Holders, or the entry while cached.
+    used: Use,
     /// Neighbours inside the entry, in chain order (prev is towards the head).
     prev: BlockId,
     next: BlockId,
     /// While registered, the next later-registered copy with the same key
     /// (registration order; NO_BLOCK: none); [`UNREGISTERED`] while not.
     next_dup: BlockId,
-    /// Admissions whose hit took this block since it was allocated here (R31).
-    hits: u32,
 }
 
 impl Block {
@@ -69,12 +107,10 @@ impl Block {
                 run: RunId(0),
                 offset: 0,
             },
-            refs: 0,
-            entry: EntrySlot::NIL,
+            used: Use::FREE,
             prev: NO_BLOCK,
             next: NO_BLOCK,
             next_dup: UNREGISTERED,
-            hits: 0,
         }
     }
 
@@ -105,6 +141,9 @@ pub(crate) struct Entry {
 #[derive(Debug)]
 pub(crate) struct Store {
     blocks: Vec<Block>,
+    /// By block: admissions whose hit took it since it was allocated here (R31).
+    /// Beside the records, not in them: read only by `hits` keys, written by hits.
+    hits: Vec<u32>,
     free_blocks: Vec<BlockId>,
     /// Key → the earliest registered copy still present (held or cached), grouped
     /// by run. Later copies hang off it through `next_dup`.
@@ -165,6 +204,7 @@ impl Store {
     pub fn new(block: u64) -> Store {
         Store {
             blocks: Vec::new(),
+            hits: Vec::new(),
             free_blocks: Vec::new(),
             index: index::Index::new(block),
             entries: Vec::new(),
@@ -245,7 +285,7 @@ impl Store {
     }
 
     pub fn refs(&self, b: BlockId) -> u32 {
-        self.block(b).refs
+        self.block(b).used.refs()
     }
 
     pub fn key(&self, b: BlockId) -> Option<BlockKey> {
@@ -254,7 +294,7 @@ impl Store {
 
     /// The entry slot of a cached block, `None` when held.
     pub fn entry_of(&self, b: BlockId) -> Option<EntrySlot> {
-        let slot = self.block(b).entry;
+        let slot = self.block(b).used.entry();
         (slot != EntrySlot::NIL).then_some(slot)
     }
 
@@ -322,10 +362,11 @@ impl Store {
                     .filter(|&b| b.0 < UNREGISTERED.0)
                     .expect("more than 2^32 - 2 physical blocks in one pool");
                 self.blocks.push(Block::free());
+                self.hits.push(0);
                 b
             }
         };
-        self.block_mut(b).refs = 1;
+        self.block_mut(b).used = Use::held(1);
         self.allocated += 1;
         b
     }
@@ -341,6 +382,7 @@ impl Store {
     }
 
     /// Makes a held block hittable under `key`, as the latest copy of that key.
+    #[inline]
     pub fn register(&mut self, b: BlockId, key: BlockKey) {
         debug_assert!(self.block(b).key().is_none(), "block registered twice");
         self.watch.touch(&key);
@@ -354,6 +396,7 @@ impl Store {
         }
     }
 
+    #[inline(always)]
     fn unregister(&mut self, b: BlockId) {
         let Some(key) = self.block(b).key() else {
             return;
@@ -379,27 +422,27 @@ impl Store {
     /// One more holder of a held block (R7 sharing).
     pub fn share(&mut self, b: BlockId) {
         let block = self.block_mut(b);
-        debug_assert!(block.refs > 0, "sharing a block nobody holds");
-        block.refs += 1;
+        debug_assert!(block.used.refs() > 0, "sharing a block nobody holds");
+        block.used = Use::held(block.used.refs() + 1);
     }
 
     /// One more admission whose hit took `b` (R31): counted whether it was shared
     /// or claimed, kept while the block is held or cached, lost when it is freed.
     pub fn count_hit(&mut self, b: BlockId) {
-        let block = self.block_mut(b);
-        block.hits = block.hits.saturating_add(1);
+        let hits = &mut self.hits[b.0 as usize];
+        *hits = hits.saturating_add(1);
     }
 
     /// R31 `hits`: the count of the entry's tail block, the block an Evict moment
     /// on it removes.
     pub fn tail_hits(&self, slot: EntrySlot) -> u32 {
-        self.block(self.entry(slot).tail).hits
+        self.hits[self.entry(slot).tail.0 as usize]
     }
 
     /// A cached block taken by a hit (R11): it leaves its entry and is held once.
     /// Returns the entry when it disappeared with it.
     pub fn claim(&mut self, b: BlockId) -> Option<Entry> {
-        let slot = self.block(b).entry;
+        let slot = self.block(b).used.entry();
         assert!(
             slot != EntrySlot::NIL,
             "claiming a block that is not cached"
@@ -408,7 +451,7 @@ impl Store {
             self.watch.touch(&key);
         }
         let gone = self.unlink(slot, b);
-        self.block_mut(b).refs = 1;
+        self.block_mut(b).used = Use::held(1);
         self.cached -= 1;
         self.allocated += 1;
         gone
@@ -417,11 +460,12 @@ impl Store {
     /// Drops one holder; returns the holders left.
     pub fn unref(&mut self, b: BlockId) -> u32 {
         let block = &mut self.blocks[b.0 as usize];
-        block.refs = block
-            .refs
+        let refs = block
+            .used
+            .refs()
             .checked_sub(1)
             .expect("releasing a block nobody holds");
-        let refs = block.refs;
+        block.used = Use::held(refs);
         // No longer held: a walk that counted it as shared would count differently.
         if refs == 0
             && let Some(key) = block.key()
@@ -433,9 +477,9 @@ impl Store {
 
     /// A block nobody holds any more is freed: unregistered and reusable.
     pub fn free(&mut self, b: BlockId) {
-        debug_assert_eq!(self.block(b).refs, 0);
+        debug_assert_eq!(self.block(b).used, Use::FREE);
         self.unregister(b);
-        *self.block_mut(b) = Block::free();
+        self.release_record(b);
         self.free_blocks.push(b);
         self.allocated -= 1;
     }
@@ -468,7 +512,11 @@ impl Store {
             }
             None => {
                 self.entries.push(Some(entry));
-                EntrySlot(u32::try_from(self.entries.len() - 1).expect("more than 2^32 entries"))
+                let slot = u32::try_from(self.entries.len() - 1)
+                    .ok()
+                    .filter(|&s| s < Use::CACHED)
+                    .expect("more than 2^31 entries in one pool");
+                EntrySlot(slot)
             }
         };
         if self.newest == EntrySlot::NIL {
@@ -541,12 +589,12 @@ impl Store {
     /// Moves a registered block nobody holds to the head of an entry (a tier receives
     /// an entry's blocks tail first, R10, so each arrives ahead of the previous).
     pub fn push_head(&mut self, slot: EntrySlot, b: BlockId) {
-        debug_assert_eq!(self.block(b).refs, 0);
+        debug_assert_eq!(self.block(b).used, Use::FREE);
         debug_assert!(self.block(b).key().is_some());
         let head = self.entry(slot).head;
         {
             let block = self.block_mut(b);
-            block.entry = slot;
+            block.used = Use::cached(slot);
             block.prev = NO_BLOCK;
             block.next = head;
         }
@@ -564,12 +612,12 @@ impl Store {
 
     /// Moves a registered block nobody holds to the tail of an entry.
     pub fn push_tail(&mut self, slot: EntrySlot, b: BlockId) {
-        debug_assert_eq!(self.block(b).refs, 0);
+        debug_assert_eq!(self.block(b).used, Use::FREE);
         debug_assert!(self.block(b).key().is_some());
         let tail = self.entry(slot).tail;
         {
             let block = self.block_mut(b);
-            block.entry = slot;
+            block.used = Use::cached(slot);
             block.prev = tail;
             block.next = NO_BLOCK;
         }
@@ -593,10 +641,16 @@ impl Store {
         let key = self.block(b).key().expect("cached blocks are registered");
         let gone = self.unlink(slot, b);
         self.unregister(b);
-        *self.block_mut(b) = Block::free();
+        self.release_record(b);
         self.free_blocks.push(b);
         self.cached -= 1;
         (key, gone)
+    }
+
+    /// Clears a freed block's record and hit count, its key already unregistered.
+    fn release_record(&mut self, b: BlockId) {
+        *self.block_mut(b) = Block::free();
+        self.hits[b.0 as usize] = 0;
     }
 
     /// Takes `b` out of entry `slot`; drops and returns the entry when it was the
@@ -605,7 +659,7 @@ impl Store {
         let (prev, next) = {
             let block = self.block_mut(b);
             let links = (block.prev, block.next);
-            block.entry = EntrySlot::NIL;
+            block.used = Use::FREE;
             block.prev = NO_BLOCK;
             block.next = NO_BLOCK;
             links
@@ -638,7 +692,7 @@ impl Store {
         for _ in 0..n {
             let prev = self.block(at).prev;
             self.unregister(at);
-            *self.block_mut(at) = Block::free();
+            self.release_record(at);
             self.free_blocks.push(at);
             at = prev;
         }
@@ -699,18 +753,16 @@ impl Store {
         let mut allocated = anonymous;
         let mut cached = 0;
         for (i, block) in self.blocks.iter().enumerate() {
-            if block.refs != refs[i] {
+            if block.used.refs() != refs[i] {
                 return Err(format!(
                     "block {i}: refs {} but {} holders list it",
-                    block.refs, refs[i]
+                    block.used.refs(),
+                    refs[i]
                 ));
             }
-            if block.refs > 0 {
+            if block.used.refs() > 0 {
                 allocated += 1;
-                if block.entry != EntrySlot::NIL {
-                    return Err(format!("block {i} is both held and cached"));
-                }
-            } else if block.entry != EntrySlot::NIL {
+            } else if block.used.entry() != EntrySlot::NIL {
                 cached += 1;
                 if block.key().is_none() {
                     return Err(format!("cached block {i} has no key"));
@@ -742,7 +794,7 @@ impl Store {
             if blocks.len() as u64 != e.blocks || blocks.is_empty() {
                 return Err(format!("entry {} has a wrong or zero block count", e.id));
             }
-            if blocks.iter().any(|&b| self.block(b).entry != slot) {
+            if blocks.iter().any(|&b| self.block(b).used.entry() != slot) {
                 return Err(format!("entry {} links a block of another entry", e.id));
             }
             in_entries += blocks.len() as u64;
@@ -781,9 +833,12 @@ impl Store {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_block_record_is_40_bytes_its_key_without_an_option_tag() {
-        // The block table is the replay's largest structure per replica; the size
-        // is what UNREGISTERED buys (docs/PERFORMANCE.md, issue #35).
-        assert_eq!(std::mem::size_of::<super::Block>(), 40);
+    fn a_block_record_is_32_bytes_aligned_to_them() {
+        // The block table is the replay's largest structure per replica, and its
+        // records are touched at random: a record split over two cache lines costs
+        // two misses. The size is what UNREGISTERED (the key without an Option tag)
+        // and `Use` (holders or entry in one word) buy (docs/PERFORMANCE.md, #35).
+        assert_eq!(std::mem::size_of::<super::Block>(), 32);
+        assert_eq!(std::mem::align_of::<super::Block>(), 32);
     }
 }

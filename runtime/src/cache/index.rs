@@ -216,7 +216,30 @@ impl Index {
 
     /// Makes `b` the first copy of `key` unless the key has one: then returns it
     /// (the caller appends `b` to its copies).
+    #[inline]
     pub fn insert_or_first(&mut self, key: BlockKey, b: BlockId) -> Option<BlockId> {
+        // The usual case, inline in the caller's loop over a run's blocks: the key
+        // is new, in the group the last registration or removal used, in step
+        // with it, and no stray could be its copy. [`Index::insert_slow`] is the
+        // same for every case.
+        let (gk, i, phase) = self.split(&key);
+        if let Some((last, group)) = self.last
+            && last == gk
+        {
+            let at = ((group as usize) << self.shift) + i;
+            let g = &mut self.groups[group as usize];
+            if phase == g.phase && g.stray == 0 && self.slots[at] == EMPTY {
+                g.dense += 1;
+                self.slots[at] = b;
+                self.len += 1;
+                return None;
+            }
+        }
+        self.insert_slow(key, b)
+    }
+
+    #[inline(never)]
+    fn insert_slow(&mut self, key: BlockKey, b: BlockId) -> Option<BlockId> {
         let (gk, i, phase) = self.split(&key);
         // One probe of the table, whatever it holds (a run of one block registers
         // with nothing more).
@@ -313,7 +336,35 @@ impl Index {
     /// next copy, if any) takes its place, or the key goes, and this returns `None`;
     /// otherwise it returns the first copy and changes nothing (the caller unlinks
     /// `b` from the copies after it).
+    #[inline(always)]
     pub fn release(&mut self, key: BlockKey, b: BlockId, next: Option<BlockId>) -> Option<BlockId> {
+        // The usual case, inline in the caller's loop over an entry's tail: `b` is
+        // the first copy, in step with the group the last registration or removal
+        // used, and the group keeps other keys. [`Index::release_slow`] is the same
+        // for every case.
+        let (gk, i, phase) = self.split(&key);
+        if let Some((last, group)) = self.last
+            && last == gk
+        {
+            let at = ((group as usize) << self.shift) + i;
+            let g = &mut self.groups[group as usize];
+            if phase == g.phase && self.slots[at] == b && (next.is_some() || g.dense > 1) {
+                match next {
+                    Some(n) => self.slots[at] = n,
+                    None => {
+                        g.dense -= 1;
+                        self.slots[at] = EMPTY;
+                        self.len -= 1;
+                    }
+                }
+                return None;
+            }
+        }
+        self.release_slow(key, b, next)
+    }
+
+    #[inline(never)]
+    fn release_slow(&mut self, key: BlockKey, b: BlockId, next: Option<BlockId>) -> Option<BlockId> {
         let (gk, i, phase) = self.split(&key);
         let group = match self.last {
             Some((last, group)) if last == gk => group,
