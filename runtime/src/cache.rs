@@ -44,31 +44,54 @@ impl EntrySlot {
     }
 }
 
-/// A block's holders, or its entry while it is cached, in one word: a block nobody
-/// holds is cached or free, never both held and cached. The high bit says cached.
+/// A block's holders, or its entry while it is cached, in one word (a block nobody
+/// holds is cached or free, never both held and cached), and whether a hit ever took
+/// it since it was allocated (its count is then in [`Store::hits`], which a block no
+/// hit took is spared reading or clearing).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Use(u32);
 
 impl Use {
     const CACHED: u32 = 1 << 31;
-    /// Neither held nor cached.
+    const HIT: u32 = 1 << 30;
+    /// The holders, or the entry slot while cached.
+    const LOW: u32 = Use::HIT - 1;
+    /// Neither held nor cached, never hit.
     const FREE: Use = Use(0);
 
     /// Held by `refs` holders.
-    fn held(refs: u32) -> Use {
-        assert!(refs < Use::CACHED, "2^31 holders of one block");
-        Use(refs)
+    fn with_refs(self, refs: u32) -> Use {
+        assert!(refs <= Use::LOW, "2^30 holders of one block");
+        Use((self.0 & Use::HIT) | refs)
     }
 
     /// Cached in entry `slot`.
-    fn cached(slot: EntrySlot) -> Use {
-        debug_assert!(slot.0 < Use::CACHED, "entry slots stay below 2^31");
-        Use(slot.0 | Use::CACHED)
+    fn with_entry(self, slot: EntrySlot) -> Use {
+        debug_assert!(slot.0 <= Use::LOW, "entry slots stay below 2^30");
+        Use((self.0 & Use::HIT) | Use::CACHED | slot.0)
+    }
+
+    /// Out of its entry, held by nobody yet.
+    fn uncached(self) -> Use {
+        Use(self.0 & Use::HIT)
+    }
+
+    /// Taken by a hit.
+    fn with_hit(self) -> Use {
+        Use(self.0 | Use::HIT)
+    }
+
+    fn hit(self) -> bool {
+        self.0 & Use::HIT != 0
     }
 
     /// Holders holding it; 0 when cached or free.
     fn refs(self) -> u32 {
-        if self.0 & Use::CACHED == 0 { self.0 } else { 0 }
+        if self.0 & Use::CACHED == 0 {
+            self.0 & Use::LOW
+        } else {
+            0
+        }
     }
 
     /// The entry slot while cached, else NIL.
@@ -76,17 +99,19 @@ impl Use {
         if self.0 & Use::CACHED == 0 {
             EntrySlot::NIL
         } else {
-            EntrySlot(self.0 & !Use::CACHED)
+            EntrySlot(self.0 & Use::LOW)
         }
     }
 }
 
-/// 32 bytes and aligned to them, so that a block's record is one cache line's
-/// quarter, never split over two: the replay's per-block work is a record touched
-/// once or so at each step of its life, each a likely cache miss (docs/PERFORMANCE.md,
-/// issue #35). Its hit count (R31) is kept beside it, in [`Store::hits`].
+/// 32 bytes, so that two records of three share no cache line with a third: the
+/// replay's per-block work is a record touched once or so at each step of its life,
+/// each a likely cache miss (docs/PERFORMANCE.md, issue #35). Its hit count (R31) is
+/// kept beside it, in [`Store::hits`]. Not `align(32)`, which would place every
+/// record inside one line: a vector of an alignment above the allocator's is grown
+/// by allocating anew and copying, not by remapping its pages, and that copy raised
+/// the tiered replay's peak memory by a fifth (298 to 365 MB).
 #[derive(Clone, Debug)]
-#[repr(align(32))]
 struct Block {
     /// Its key while it is registered (hittable): see [`Block::key`].
     key: BlockKey,
@@ -141,7 +166,8 @@ pub(crate) struct Entry {
 #[derive(Debug)]
 pub(crate) struct Store {
     blocks: Vec<Block>,
-    /// By block: admissions whose hit took it since it was allocated here (R31).
+    /// By block: admissions whose hit took it since it was allocated here (R31),
+    /// read and cleared only for a block whose [`Use`] says a hit took it.
     /// Beside the records, not in them: read only by `hits` keys, written by hits.
     hits: Vec<u32>,
     free_blocks: Vec<BlockId>,
@@ -366,7 +392,7 @@ impl Store {
                 b
             }
         };
-        self.block_mut(b).used = Use::held(1);
+        self.block_mut(b).used = Use::FREE.with_refs(1);
         self.allocated += 1;
         b
     }
@@ -423,7 +449,7 @@ impl Store {
     pub fn share(&mut self, b: BlockId) {
         let block = self.block_mut(b);
         debug_assert!(block.used.refs() > 0, "sharing a block nobody holds");
-        block.used = Use::held(block.used.refs() + 1);
+        block.used = block.used.with_refs(block.used.refs() + 1);
     }
 
     /// One more admission whose hit took `b` (R31): counted whether it was shared
@@ -431,12 +457,19 @@ impl Store {
     pub fn count_hit(&mut self, b: BlockId) {
         let hits = &mut self.hits[b.0 as usize];
         *hits = hits.saturating_add(1);
+        let block = self.block_mut(b);
+        block.used = block.used.with_hit();
     }
 
     /// R31 `hits`: the count of the entry's tail block, the block an Evict moment
     /// on it removes.
     pub fn tail_hits(&self, slot: EntrySlot) -> u32 {
-        self.hits[self.entry(slot).tail.0 as usize]
+        let tail = self.entry(slot).tail;
+        if self.block(tail).used.hit() {
+            self.hits[tail.0 as usize]
+        } else {
+            0
+        }
     }
 
     /// A cached block taken by a hit (R11): it leaves its entry and is held once.
@@ -451,7 +484,8 @@ impl Store {
             self.watch.touch(&key);
         }
         let gone = self.unlink(slot, b);
-        self.block_mut(b).used = Use::held(1);
+        let block = self.block_mut(b);
+        block.used = block.used.with_refs(1);
         self.cached -= 1;
         self.allocated += 1;
         gone
@@ -465,7 +499,7 @@ impl Store {
             .refs()
             .checked_sub(1)
             .expect("releasing a block nobody holds");
-        block.used = Use::held(refs);
+        block.used = block.used.with_refs(refs);
         // No longer held: a walk that counted it as shared would count differently.
         if refs == 0
             && let Some(key) = block.key()
@@ -477,7 +511,7 @@ impl Store {
 
     /// A block nobody holds any more is freed: unregistered and reusable.
     pub fn free(&mut self, b: BlockId) {
-        debug_assert_eq!(self.block(b).used, Use::FREE);
+        debug_assert_eq!(self.block(b).used.refs(), 0);
         self.unregister(b);
         self.release_record(b);
         self.free_blocks.push(b);
@@ -514,8 +548,8 @@ impl Store {
                 self.entries.push(Some(entry));
                 let slot = u32::try_from(self.entries.len() - 1)
                     .ok()
-                    .filter(|&s| s < Use::CACHED)
-                    .expect("more than 2^31 entries in one pool");
+                    .filter(|&s| s <= Use::LOW)
+                    .expect("more than 2^30 entries in one pool");
                 EntrySlot(slot)
             }
         };
@@ -589,12 +623,12 @@ impl Store {
     /// Moves a registered block nobody holds to the head of an entry (a tier receives
     /// an entry's blocks tail first, R10, so each arrives ahead of the previous).
     pub fn push_head(&mut self, slot: EntrySlot, b: BlockId) {
-        debug_assert_eq!(self.block(b).used, Use::FREE);
+        debug_assert_eq!(self.block(b).used.uncached(), self.block(b).used);
         debug_assert!(self.block(b).key().is_some());
         let head = self.entry(slot).head;
         {
             let block = self.block_mut(b);
-            block.used = Use::cached(slot);
+            block.used = block.used.with_entry(slot);
             block.prev = NO_BLOCK;
             block.next = head;
         }
@@ -612,12 +646,12 @@ impl Store {
 
     /// Moves a registered block nobody holds to the tail of an entry.
     pub fn push_tail(&mut self, slot: EntrySlot, b: BlockId) {
-        debug_assert_eq!(self.block(b).used, Use::FREE);
+        debug_assert_eq!(self.block(b).used.uncached(), self.block(b).used);
         debug_assert!(self.block(b).key().is_some());
         let tail = self.entry(slot).tail;
         {
             let block = self.block_mut(b);
-            block.used = Use::cached(slot);
+            block.used = block.used.with_entry(slot);
             block.prev = tail;
             block.next = NO_BLOCK;
         }
@@ -649,8 +683,10 @@ impl Store {
 
     /// Clears a freed block's record and hit count, its key already unregistered.
     fn release_record(&mut self, b: BlockId) {
+        if self.block(b).used.hit() {
+            self.hits[b.0 as usize] = 0;
+        }
         *self.block_mut(b) = Block::free();
-        self.hits[b.0 as usize] = 0;
     }
 
     /// Takes `b` out of entry `slot`; drops and returns the entry when it was the
@@ -659,7 +695,7 @@ impl Store {
         let (prev, next) = {
             let block = self.block_mut(b);
             let links = (block.prev, block.next);
-            block.used = Use::FREE;
+            block.used = block.used.uncached();
             block.prev = NO_BLOCK;
             block.next = NO_BLOCK;
             links
@@ -760,6 +796,9 @@ impl Store {
                     refs[i]
                 ));
             }
+            if !block.used.hit() && self.hits[i] != 0 {
+                return Err(format!("block {i} counts hits but none took it"));
+            }
             if block.used.refs() > 0 {
                 allocated += 1;
             } else if block.used.entry() != EntrySlot::NIL {
@@ -833,12 +872,11 @@ impl Store {
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_block_record_is_32_bytes_aligned_to_them() {
+    fn a_block_record_is_32_bytes() {
         // The block table is the replay's largest structure per replica, and its
         // records are touched at random: a record split over two cache lines costs
         // two misses. The size is what UNREGISTERED (the key without an Option tag)
         // and `Use` (holders or entry in one word) buy (docs/PERFORMANCE.md, #35).
         assert_eq!(std::mem::size_of::<super::Block>(), 32);
-        assert_eq!(std::mem::align_of::<super::Block>(), 32);
     }
 }

@@ -364,7 +364,12 @@ impl Index {
     }
 
     #[inline(never)]
-    fn release_slow(&mut self, key: BlockKey, b: BlockId, next: Option<BlockId>) -> Option<BlockId> {
+    fn release_slow(
+        &mut self,
+        key: BlockKey,
+        b: BlockId,
+        next: Option<BlockId>,
+    ) -> Option<BlockId> {
         let (gk, i, phase) = self.split(&key);
         let group = match self.last {
             Some((last, group)) if last == gk => group,
