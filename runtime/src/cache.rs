@@ -11,22 +11,19 @@
 // `indexing_slicing` elsewhere; the engine's hot loops index on purpose.
 #![allow(clippy::indexing_slicing)]
 
+mod block;
 mod index;
+mod watch;
 
 pub(crate) use index::Near;
 
-use crate::types::{BlockId, BlockKey, EntryId, RunId, SessionId, SnapSlot};
+use block::{Block, NO_BLOCK, UNREGISTERED, Use};
+use watch::Watch;
 
-/// "No block" in the intrusive links below.
-const NO_BLOCK: BlockId = BlockId(u32::MAX);
-
-/// A block's `next_dup` while it is not registered (block ids stay below it): the
-/// key then needs no `Option`, whose tag would make a block 40 bytes instead of 32,
-/// and a fleet's block tables are tens of megabytes (docs/PERFORMANCE.md, issue #35).
-const UNREGISTERED: BlockId = BlockId(u32::MAX - 1);
+use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
 
 /// How many physical blocks one chain's known content may need: block ids are
-/// `u32`, and the largest is [`NO_BLOCK`].
+/// `u32`, and the largest means "no block".
 pub(crate) const MAX_CHAIN_BLOCKS: u64 = u32::MAX as u64;
 
 /// An entry's slot in the store (stable while it lives; reused after it is gone).
@@ -41,107 +38,6 @@ impl EntrySlot {
     /// For vectors indexed by entry slot (see [`Store::entry_slot_bound`]).
     pub fn index(self) -> usize {
         self.0 as usize
-    }
-}
-
-/// A block's holders, or its entry while it is cached, in one word (a block nobody
-/// holds is cached or free, never both held and cached), and whether a hit ever took
-/// it since it was allocated (its count is then in [`Store::hits`], which a block no
-/// hit took is spared reading or clearing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Use(u32);
-
-impl Use {
-    const CACHED: u32 = 1 << 31;
-    const HIT: u32 = 1 << 30;
-    /// The holders, or the entry slot while cached.
-    const LOW: u32 = Use::HIT - 1;
-    /// Neither held nor cached, never hit.
-    const FREE: Use = Use(0);
-
-    /// Held by `refs` holders.
-    fn with_refs(self, refs: u32) -> Use {
-        assert!(refs <= Use::LOW, "2^30 holders of one block");
-        Use((self.0 & Use::HIT) | refs)
-    }
-
-    /// Cached in entry `slot`.
-    fn with_entry(self, slot: EntrySlot) -> Use {
-        debug_assert!(slot.0 <= Use::LOW, "entry slots stay below 2^30");
-        Use((self.0 & Use::HIT) | Use::CACHED | slot.0)
-    }
-
-    /// Out of its entry, held by nobody yet.
-    fn uncached(self) -> Use {
-        Use(self.0 & Use::HIT)
-    }
-
-    /// Taken by a hit.
-    fn with_hit(self) -> Use {
-        Use(self.0 | Use::HIT)
-    }
-
-    fn hit(self) -> bool {
-        self.0 & Use::HIT != 0
-    }
-
-    /// Holders holding it; 0 when cached or free.
-    fn refs(self) -> u32 {
-        if self.0 & Use::CACHED == 0 {
-            self.0 & Use::LOW
-        } else {
-            0
-        }
-    }
-
-    /// The entry slot while cached, else NIL.
-    fn entry(self) -> EntrySlot {
-        if self.0 & Use::CACHED == 0 {
-            EntrySlot::NIL
-        } else {
-            EntrySlot(self.0 & Use::LOW)
-        }
-    }
-}
-
-/// 32 bytes, so that two records of three share no cache line with a third: the
-/// replay's per-block work is a record touched once or so at each step of its life,
-/// each a likely cache miss (docs/PERFORMANCE.md, issue #35). Its hit count (R31) is
-/// kept beside it, in [`Store::hits`]. Not `align(32)`, which would place every
-/// record inside one line: a vector of an alignment above the allocator's is grown
-/// by allocating anew and copying, not by remapping its pages, and that copy raised
-/// the tiered replay's peak memory by a fifth (298 to 365 MB).
-#[derive(Clone, Debug)]
-struct Block {
-    /// Its key while it is registered (hittable): see [`Block::key`].
-    key: BlockKey,
-    /// Holders, or the entry while cached.
-    used: Use,
-    /// Neighbours inside the entry, in chain order (prev is towards the head).
-    prev: BlockId,
-    next: BlockId,
-    /// While registered, the next later-registered copy with the same key
-    /// (registration order; NO_BLOCK: none); [`UNREGISTERED`] while not.
-    next_dup: BlockId,
-}
-
-impl Block {
-    fn free() -> Block {
-        Block {
-            key: BlockKey {
-                run: RunId(0),
-                offset: 0,
-            },
-            used: Use::FREE,
-            prev: NO_BLOCK,
-            next: NO_BLOCK,
-            next_dup: UNREGISTERED,
-        }
-    }
-
-    /// Its key while registered.
-    fn key(&self) -> Option<BlockKey> {
-        (self.next_dup != UNREGISTERED).then_some(self.key)
     }
 }
 
@@ -187,44 +83,6 @@ pub(crate) struct Store {
     watch: Watch,
 }
 
-/// Words of the [`Watch`] filter: 4,096 bits.
-const WATCH_WORDS: usize = 64;
-
-/// A filter over the keys one remembered hit walk depends on (pool/ keeps the walk
-/// of a hold that did not fit, so that the next attempt on the same hold need not
-/// walk again). Every change that could alter a walk's result — a key registered or
-/// unregistered, a cached block claimed, a held block's last holder gone — marks the
-/// filter touched when its key may be watched. False positives only cost a walk.
-#[derive(Debug)]
-struct Watch {
-    on: bool,
-    touched: bool,
-    bits: [u64; WATCH_WORDS],
-    /// The words set since the last start (up to 16; beyond that, `crowded`), so
-    /// that starting again clears those rather than the whole filter: most walks
-    /// are short, and every admission attempt starts one.
-    set: [u8; 16],
-    nset: u8,
-    crowded: bool,
-}
-
-impl Watch {
-    fn bit(key: &BlockKey) -> usize {
-        let h = (key.run.0 ^ key.offset.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> (64 - 12)) as usize
-    }
-
-    #[inline]
-    fn touch(&mut self, key: &BlockKey) {
-        if self.on {
-            let i = Watch::bit(key);
-            if self.bits[i / 64] & (1 << (i % 64)) != 0 {
-                self.touched = true;
-            }
-        }
-    }
-}
-
 impl Store {
     /// An empty store for a pool of `block` units a block.
     pub fn new(block: u64) -> Store {
@@ -241,14 +99,7 @@ impl Store {
             next_entry: 0,
             allocated: 0,
             cached: 0,
-            watch: Watch {
-                on: false,
-                touched: false,
-                bits: [0; WATCH_WORDS],
-                set: [0; 16],
-                nset: 0,
-                crowded: false,
-            },
+            watch: Watch::new(),
         }
     }
 }
@@ -337,44 +188,22 @@ impl Store {
 
     /// Starts watching a new set of keys (empty, untouched).
     pub fn watch_start(&mut self) {
-        let w = &mut self.watch;
-        if w.crowded {
-            w.bits = [0; WATCH_WORDS];
-        } else {
-            for &word in &w.set[..w.nset as usize] {
-                w.bits[word as usize] = 0;
-            }
-        }
-        w.nset = 0;
-        w.crowded = false;
-        w.on = true;
-        w.touched = false;
+        self.watch.start();
     }
 
     /// Adds a key to the watched set.
     pub fn watch_add(&mut self, key: &BlockKey) {
-        let i = Watch::bit(key);
-        let w = &mut self.watch;
-        let word = i / 64;
-        if w.bits[word] == 0 {
-            if (w.nset as usize) < w.set.len() {
-                w.set[w.nset as usize] = word as u8;
-                w.nset += 1;
-            } else {
-                w.crowded = true;
-            }
-        }
-        w.bits[word] |= 1 << (i % 64);
+        self.watch.add(key);
     }
 
     /// Stops watching (changes cost nothing again).
     pub fn watch_stop(&mut self) {
-        self.watch.on = false;
+        self.watch.stop();
     }
 
     /// Whether a change may have touched a watched key since `watch_start`.
     pub fn watch_touched(&self) -> bool {
-        !self.watch.on || self.watch.touched
+        self.watch.touched()
     }
 
     /// A fresh block held once, unregistered.

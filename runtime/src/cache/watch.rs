@@ -1,0 +1,99 @@
+//! The filter over the keys one remembered hit walk depends on (pool/ keeps the walk
+//! of a hold that did not fit, so that the next attempt on the same hold need not
+//! walk again). The block table tells it every change that could alter a walk's
+//! result — a key registered or unregistered, a cached block claimed, a held block's
+//! last holder gone — and it marks itself touched when that key may be watched.
+//! False positives only cost a walk. It knows nothing of blocks or entries.
+
+// Bits are indexed by a 12-bit hash and words by a bit over 64: within the arrays by
+// construction.
+#![allow(clippy::indexing_slicing)]
+
+use crate::types::BlockKey;
+
+/// Words of the filter: 4,096 bits.
+const WORDS: usize = 64;
+
+/// See the module documentation.
+#[derive(Debug)]
+pub(super) struct Watch {
+    on: bool,
+    touched: bool,
+    bits: [u64; WORDS],
+    /// The words set since the last start (up to 16; beyond that, `crowded`), so
+    /// that starting again clears those rather than the whole filter: most walks
+    /// are short, and every admission attempt starts one.
+    set: [u8; 16],
+    nset: u8,
+    crowded: bool,
+}
+
+impl Watch {
+    /// Off, watching nothing.
+    pub(super) fn new() -> Watch {
+        Watch {
+            on: false,
+            touched: false,
+            bits: [0; WORDS],
+            set: [0; 16],
+            nset: 0,
+            crowded: false,
+        }
+    }
+
+    fn bit(key: &BlockKey) -> usize {
+        let h = (key.run.0 ^ key.offset.rotate_left(32)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - 12)) as usize
+    }
+
+    /// Starts watching a new set of keys (empty, untouched).
+    pub(super) fn start(&mut self) {
+        if self.crowded {
+            self.bits = [0; WORDS];
+        } else {
+            for &word in &self.set[..self.nset as usize] {
+                self.bits[word as usize] = 0;
+            }
+        }
+        self.nset = 0;
+        self.crowded = false;
+        self.on = true;
+        self.touched = false;
+    }
+
+    /// Adds a key to the watched set.
+    pub(super) fn add(&mut self, key: &BlockKey) {
+        let i = Watch::bit(key);
+        let word = i / 64;
+        if self.bits[word] == 0 {
+            if (self.nset as usize) < self.set.len() {
+                self.set[self.nset as usize] = word as u8;
+                self.nset += 1;
+            } else {
+                self.crowded = true;
+            }
+        }
+        self.bits[word] |= 1 << (i % 64);
+    }
+
+    /// Stops watching (changes cost nothing again).
+    pub(super) fn stop(&mut self) {
+        self.on = false;
+    }
+
+    /// Whether a change may have touched a watched key since [`Watch::start`].
+    pub(super) fn touched(&self) -> bool {
+        !self.on || self.touched
+    }
+
+    /// A change to `key`'s presence or holders.
+    #[inline]
+    pub(super) fn touch(&mut self, key: &BlockKey) {
+        if self.on {
+            let i = Watch::bit(key);
+            if self.bits[i / 64] & (1 << (i % 64)) != 0 {
+                self.touched = true;
+            }
+        }
+    }
+}
