@@ -46,7 +46,8 @@ pub(super) struct Deferred {
     /// Deferrals begun on this member so far: names this one (the step's kept
     /// `sum` rows are this deferral's only while it is the same).
     serial: u64,
-    /// Ranks whose session finished (their rows leave the `sum` table).
+    /// How many ranks' sessions finished in this deferral (their rows leave the
+    /// `sum` table).
     gone: u64,
     /// Iterations run since the deferral began: the current one's number.
     j: u64,
