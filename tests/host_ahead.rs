@@ -270,7 +270,7 @@ fn deferred_decodes_keep_the_context_an_iteration_time_reads() {
 }
 
 #[test]
-fn deferred_decodes_keep_the_rows_a_sum_in_time_reads() {
+fn r29_deferred_decodes_keep_the_rows_a_sum_in_time_reads() {
     // A `sum` row of a deferred resident moves one unit of computed and context an
     // iteration, kept from one deferred iteration to the next and made again when a
     // resident finishes or a deferral begins: a row one iteration stale, or one

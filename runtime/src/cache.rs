@@ -341,9 +341,7 @@ impl Store {
     /// A block nobody holds any more is freed: unregistered and reusable.
     pub fn free(&mut self, b: BlockId) {
         debug_assert_eq!(self.block(b).used.refs(), 0);
-        self.unregister(b);
-        self.release_record(b);
-        self.free_blocks.push(b);
+        self.recycle(b);
         self.allocated -= 1;
     }
 
@@ -503,19 +501,22 @@ impl Store {
         assert!(b != NO_BLOCK, "evicting from an empty entry");
         let key = self.block(b).key().expect("cached blocks are registered");
         let gone = self.unlink(slot, b);
-        self.unregister(b);
-        self.release_record(b);
-        self.free_blocks.push(b);
+        self.recycle(b);
         self.cached -= 1;
         (key, gone)
     }
 
-    /// Clears a freed block's record and hit count, its key already unregistered.
-    fn release_record(&mut self, b: BlockId) {
+    /// Makes a block nobody holds or caches reusable: its key unregistered, its
+    /// record and hit count cleared, its id on the free list. Every way a block is
+    /// freed (`free`, `evict_tail`, `evict_tail_n`) ends here.
+    #[inline(always)]
+    fn recycle(&mut self, b: BlockId) {
+        self.unregister(b);
         if self.block(b).used.hit() {
             self.hits[b.0 as usize] = 0;
         }
         *self.block_mut(b) = Block::free();
+        self.free_blocks.push(b);
     }
 
     /// Takes `b` out of entry `slot`; drops and returns the entry when it was the
@@ -556,9 +557,7 @@ impl Store {
         let mut at = e.tail;
         for _ in 0..n {
             let prev = self.block(at).prev;
-            self.unregister(at);
-            self.release_record(at);
-            self.free_blocks.push(at);
+            self.recycle(at);
             at = prev;
         }
         self.cached -= n;

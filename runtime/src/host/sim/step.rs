@@ -229,7 +229,6 @@ impl StepMember {
                     Takers::Deferred(d) => {
                         let now = d.iteration();
                         match kept {
-                            Some(k) if k == now => {}
                             Some(k) if now.follows(k) && d.counts_exact_in_f64() => {
                                 one_decode_on(&mut self.rows, row);
                             }
