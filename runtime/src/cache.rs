@@ -1,8 +1,14 @@
-//! The block table of one pool member: physical blocks with their holders' reference
-//! counts, the identity index (earliest registered copy of each key, R7), and the
-//! cache of entries (R3) with tail-first removal (R10) and removal of any block by a
-//! hit (R11). It counts allocated and cached blocks. It does not choose which entry to
-//! evict, decide fits or know about holds and queues: `pool/` does.
+//! The block table of one pool member: held blocks with their holders' reference
+//! counts, cached content as entries of *segments* (consecutive blocks of one run, a
+//! count instead of a record per block: issue #35 item 1), the identity index
+//! (earliest registered copy of each key, R7, with later copies in `dups`), and the
+//! cache's entries (R3) with tail-first removal (R10) and removal of any block by a
+//! hit (R11). It counts allocated and cached blocks. It does not choose which entry
+//! to evict, decide fits or know about holds and queues: `pool/` does.
+//!
+//! Block ids are not observable (reports and logs name keys, entries and counts), so
+//! a cached block keeps no id: a hit that claims one gets a fresh held block with
+//! the same key, in the same place among the key's copies.
 
 // Indexing here is by the engine's own slab slots, block ids and loop counters over
 // its own scratch buffers, each made by the structure it indexes: an index out of
@@ -12,14 +18,18 @@
 #![allow(clippy::indexing_slicing)]
 
 mod block;
+mod check;
+mod entries;
 mod index;
 mod watch;
 
+pub(crate) use block::CopyRef;
 pub(crate) use index::Near;
 
-use block::{Block, NO_BLOCK, UNREGISTERED, Use};
+use block::{Block, Dup, SegId, Segment, Use};
 use watch::Watch;
 
+use crate::hash::FxMap;
 use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
 
 /// How many physical blocks one chain's known content may need: block ids are
@@ -28,7 +38,7 @@ pub(crate) const MAX_CHAIN_BLOCKS: u64 = u32::MAX as u64;
 
 /// An entry's slot in the store (stable while it lives; reused after it is gone).
 /// Not its identity: that is its [`EntryId`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct EntrySlot(u32);
 
 impl EntrySlot {
@@ -47,8 +57,9 @@ pub(crate) struct Entry {
     pub session: SessionId,
     /// Release time (`last`).
     pub last: f64,
-    pub head: BlockId,
-    pub tail: BlockId,
+    /// Its segments, head to tail.
+    head: SegId,
+    tail: SegId,
     /// Blocks in the entry.
     pub blocks: u64,
     /// Snapshot of the session's attributes (`pool/` manages it), if snapshots are on.
@@ -61,15 +72,24 @@ pub(crate) struct Entry {
 /// Blocks, identities and entries of one pool member.
 #[derive(Debug)]
 pub(crate) struct Store {
+    block: u64,
+    /// Held blocks (and free records to reuse).
     blocks: Vec<Block>,
-    /// By block: admissions whose hit took it since it was allocated here (R31),
+    /// By held block: admissions whose hit took it since it was allocated (R31),
     /// read and cleared only for a block whose [`Use`] says a hit took it.
-    /// Beside the records, not in them: read only by `hits` keys, written by hits.
     hits: Vec<u32>,
     free_blocks: Vec<BlockId>,
+    segs: Vec<Segment>,
+    free_segs: Vec<SegId>,
     /// Key → the earliest registered copy still present (held or cached), grouped
-    /// by run. Later copies hang off it through `next_dup`.
+    /// by run.
     index: index::Index,
+    /// Key → its later copies in registration order, for the keys with more than
+    /// one copy present (R7: rare; each such copy is flagged, so that the others
+    /// never look here).
+    dups: FxMap<BlockKey, Vec<CopyRef>>,
+    /// R31 counts of cached blocks that a hit took, by segment and key.
+    cached_hits: FxMap<(SegId, BlockKey), u32>,
     entries: Vec<Option<Entry>>,
     free_entries: Vec<EntrySlot>,
     /// Live entries in release order (lru order and the tie rule), as a list
@@ -87,10 +107,15 @@ impl Store {
     /// An empty store for a pool of `block` units a block.
     pub fn new(block: u64) -> Store {
         Store {
+            block: block.max(1),
             blocks: Vec::new(),
             hits: Vec::new(),
             free_blocks: Vec::new(),
+            segs: Vec::new(),
+            free_segs: Vec::new(),
             index: index::Index::new(block),
+            dups: FxMap::default(),
+            cached_hits: FxMap::default(),
             entries: Vec::new(),
             free_entries: Vec::new(),
             oldest: EntrySlot::NIL,
@@ -113,46 +138,6 @@ impl Store {
         self.cached
     }
 
-    pub fn entry_count(&self) -> usize {
-        self.live_entries
-    }
-
-    /// Live entry slots in release order.
-    pub fn entry_slots(&self) -> impl Iterator<Item = EntrySlot> + '_ {
-        let mut at = self.oldest;
-        std::iter::from_fn(move || {
-            if at == EntrySlot::NIL {
-                return None;
-            }
-            let slot = at;
-            at = self.entry(slot).newer;
-            Some(slot)
-        })
-    }
-
-    /// The live entry with the least release order (lru): entries are kept sorted by
-    /// (release time, id), so this is the oldest release.
-    pub fn oldest_entry(&self) -> Option<EntrySlot> {
-        (self.oldest != EntrySlot::NIL).then_some(self.oldest)
-    }
-
-    /// Slots are reused, so a vector indexed by slot must be this long.
-    pub fn entry_slot_bound(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn entry(&self, slot: EntrySlot) -> &Entry {
-        self.entries[slot.index()]
-            .as_ref()
-            .expect("entry slot in use")
-    }
-
-    fn entry_mut(&mut self, slot: EntrySlot) -> &mut Entry {
-        self.entries[slot.index()]
-            .as_mut()
-            .expect("entry slot in use")
-    }
-
     fn block(&self, b: BlockId) -> &Block {
         &self.blocks[b.0 as usize]
     }
@@ -161,28 +146,36 @@ impl Store {
         &mut self.blocks[b.0 as usize]
     }
 
-    pub fn refs(&self, b: BlockId) -> u32 {
-        self.block(b).used.refs()
+    fn seg(&self, s: SegId) -> &Segment {
+        &self.segs[s.0 as usize]
+    }
+
+    fn seg_mut(&mut self, s: SegId) -> &mut Segment {
+        &mut self.segs[s.0 as usize]
+    }
+
+    /// Holders of a copy: a cached copy has none.
+    pub fn refs(&self, c: CopyRef) -> u32 {
+        c.as_held().map_or(0, |b| self.block(b).used.refs())
     }
 
     pub fn key(&self, b: BlockId) -> Option<BlockKey> {
         self.block(b).key()
     }
 
-    /// The entry slot of a cached block, `None` when held.
-    pub fn entry_of(&self, b: BlockId) -> Option<EntrySlot> {
-        let slot = self.block(b).used.entry();
-        (slot != EntrySlot::NIL).then_some(slot)
+    /// The entry of a cached copy, `None` when held.
+    pub fn entry_of(&self, c: CopyRef) -> Option<EntrySlot> {
+        c.as_cached().map(|s| self.seg(s).entry)
     }
 
     /// The earliest registered copy still present with this key.
-    pub fn lookup(&self, key: &BlockKey) -> Option<BlockId> {
+    pub fn lookup(&self, key: &BlockKey) -> Option<CopyRef> {
         self.index.get(key)
     }
 
     /// [`Store::lookup`] for one of a walk's keys, in chain order: `near` carries
     /// the walk's place in the index from key to key.
-    pub fn lookup_near(&self, key: &BlockKey, near: &mut Near) -> Option<BlockId> {
+    pub fn lookup_near(&self, key: &BlockKey, near: &mut Near) -> Option<CopyRef> {
         self.index.get_near(key, near)
     }
 
@@ -213,9 +206,9 @@ impl Store {
             None => {
                 let b = u32::try_from(self.blocks.len())
                     .ok()
+                    .filter(|&b| b < CopyRef::LIMIT)
                     .map(BlockId)
-                    .filter(|&b| b.0 < UNREGISTERED.0)
-                    .expect("more than 2^32 - 2 physical blocks in one pool");
+                    .expect("more than 2^31 - 1 held blocks in one pool");
                 self.blocks.push(Block::free());
                 self.hits.push(0);
                 b
@@ -241,83 +234,212 @@ impl Store {
     pub fn register(&mut self, b: BlockId, key: BlockKey) {
         debug_assert!(self.block(b).key().is_none(), "block registered twice");
         self.watch.touch(&key);
-        self.block_mut(b).key = key;
-        self.block_mut(b).next_dup = NO_BLOCK;
-        if let Some(mut at) = self.index.insert_or_first(key, b) {
-            while self.blocks[at.0 as usize].next_dup != NO_BLOCK {
-                at = self.blocks[at.0 as usize].next_dup;
-            }
-            self.blocks[at.0 as usize].next_dup = b;
+        let block = self.block_mut(b);
+        block.key = key;
+        block.used = block.used.with_registered();
+        if let Some(first) = self.index.insert_or_first(key, CopyRef::held(b)) {
+            self.add_later_copy(key, first, CopyRef::held(b));
+            let block = self.block_mut(b);
+            block.used = block.used.with_dup(Dup::Yes);
         }
     }
 
+    /// Files `later` after the key's present copies (the first being `first`).
+    #[inline(never)]
+    fn add_later_copy(&mut self, key: BlockKey, first: CopyRef, later: CopyRef) {
+        match self.dups.entry(key) {
+            std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().push(later),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(vec![later]);
+                self.flag(first, Dup::Yes);
+            }
+        }
+    }
+
+    /// Sets or clears the mark that a copy's key has other copies present.
+    fn flag(&mut self, c: CopyRef, dup: Dup) {
+        match (c.as_held(), c.as_cached()) {
+            (Some(b), _) => {
+                let block = self.block_mut(b);
+                block.used = block.used.with_dup(dup);
+            }
+            (None, Some(s)) => {
+                let seg = self.seg_mut(s);
+                match dup {
+                    Dup::Yes => seg.dup_keys += 1,
+                    Dup::No => seg.dup_keys -= 1,
+                }
+            }
+            (None, None) => unreachable!("a copy is held or cached"),
+        }
+    }
+
+    /// Whether `key`'s copy in segment `s` has other copies present.
+    #[inline]
+    fn cached_dup(&self, key: &BlockKey, s: SegId) -> Dup {
+        if self.seg(s).dup_keys > 0 && self.dups.contains_key(key) {
+            Dup::Yes
+        } else {
+            Dup::No
+        }
+    }
+
+    /// A copy of `key` leaves: the next copy, if any, takes its place as the first.
+    #[inline(always)]
+    fn remove_copy(&mut self, key: BlockKey, c: CopyRef, dup: Dup) {
+        match dup {
+            Dup::No => {
+                let first = self.index.release(key, c, None);
+                debug_assert!(first.is_none(), "a key's only copy is its first");
+            }
+            Dup::Yes => self.remove_dup(key, c),
+        }
+    }
+
+    #[inline(never)]
+    fn remove_dup(&mut self, key: BlockKey, c: CopyRef) {
+        self.flag(c, Dup::No);
+        let first = self.index.get(&key).expect("a present key is indexed");
+        let later = self
+            .dups
+            .get_mut(&key)
+            .expect("a flagged copy's key lists its later copies");
+        let alone = if first == c {
+            let next = later.remove(0);
+            let left = later.is_empty();
+            self.index.release(key, c, Some(next));
+            left.then_some(next)
+        } else {
+            let at = later
+                .iter()
+                .position(|&x| x == c)
+                .expect("a later copy is listed");
+            later.remove(at);
+            later.is_empty().then_some(first)
+        };
+        if let Some(only) = alone {
+            self.dups.remove(&key);
+            self.flag(only, Dup::No);
+        }
+    }
+
+    /// A copy of `key` changes where it lives (`from` to `to`), keeping its place
+    /// among the key's copies. The flags are the caller's.
+    #[inline(always)]
+    fn move_copy(&mut self, key: BlockKey, from: CopyRef, to: CopyRef, dup: Dup) {
+        let first = self.index.release(key, from, Some(to));
+        if let Some(first) = first {
+            debug_assert!(dup == Dup::Yes && first != from);
+            let later = self.dups.get_mut(&key).expect("a later copy is listed");
+            let at = later
+                .iter()
+                .position(|&x| x == from)
+                .expect("a later copy is listed");
+            later[at] = to;
+        }
+    }
+
+    /// Unregisters a held block (any of its key's copies).
     #[inline(always)]
     fn unregister(&mut self, b: BlockId) {
         let Some(key) = self.block(b).key() else {
             return;
         };
         self.watch.touch(&key);
-        let next = std::mem::replace(&mut self.block_mut(b).next_dup, UNREGISTERED);
-        let Some(mut at) = self
-            .index
-            .release(key, b, (next != NO_BLOCK).then_some(next))
-        else {
-            return;
+        let dup = if self.block(b).used.dup() {
+            Dup::Yes
+        } else {
+            Dup::No
         };
-        while self.block(at).next_dup != b {
-            at = self.block(at).next_dup;
-            assert!(
-                at != NO_BLOCK,
-                "registered block missing from its key's copies"
-            );
-        }
-        self.block_mut(at).next_dup = next;
+        self.remove_copy(key, CopyRef::held(b), dup);
     }
 
     /// One more holder of a held block (R7 sharing).
-    pub fn share(&mut self, b: BlockId) {
+    fn share(&mut self, b: BlockId) {
         let block = self.block_mut(b);
         debug_assert!(block.used.refs() > 0, "sharing a block nobody holds");
         block.used = block.used.with_refs(block.used.refs() + 1);
     }
 
-    /// One more admission whose hit took `b` (R31): counted whether it was shared
-    /// or claimed, kept while the block is held or cached, lost when it is freed.
-    pub fn count_hit(&mut self, b: BlockId) {
+    /// Takes a hit's block (R7, R11): a held copy is shared, a cached one claimed
+    /// (it leaves its entry and is held once, as a fresh block). Either way one hit
+    /// is counted on it (R31). Returns the held block and the entry when it
+    /// disappeared with the claimed block.
+    pub fn take_hit(&mut self, key: BlockKey, c: CopyRef) -> (BlockId, Option<Entry>) {
+        let (b, gone) = match (c.as_held(), c.as_cached()) {
+            (Some(b), _) => {
+                self.share(b);
+                (b, None)
+            }
+            (None, Some(s)) => self.claim(key, s),
+            (None, None) => unreachable!("a copy is held or cached"),
+        };
+        self.count_held_hit(b);
+        (b, gone)
+    }
+
+    fn count_held_hit(&mut self, b: BlockId) {
         let hits = &mut self.hits[b.0 as usize];
         *hits = hits.saturating_add(1);
         let block = self.block_mut(b);
         block.used = block.used.with_hit();
     }
 
-    /// R31 `hits`: the count of the entry's tail block, the block an Evict moment
-    /// on it removes.
-    pub fn tail_hits(&self, slot: EntrySlot) -> u32 {
-        let tail = self.entry(slot).tail;
-        if self.block(tail).used.hit() {
-            self.hits[tail.0 as usize]
-        } else {
-            0
+    /// One more admission whose hit took a copy (R31): counted whether it was shared
+    /// or claimed, kept while the block is held or cached, lost when it is freed.
+    pub fn count_hit(&mut self, key: BlockKey, c: CopyRef) {
+        match (c.as_held(), c.as_cached()) {
+            (Some(b), _) => self.count_held_hit(b),
+            (None, Some(s)) => {
+                let n = self.cached_hits.entry((s, key)).or_insert(0);
+                if *n == 0 {
+                    self.segs[s.0 as usize].hit_keys += 1;
+                }
+                *n = n.saturating_add(1);
+            }
+            (None, None) => unreachable!("a copy is held or cached"),
         }
     }
 
-    /// A cached block taken by a hit (R11): it leaves its entry and is held once.
-    /// Returns the entry when it disappeared with it.
-    pub fn claim(&mut self, b: BlockId) -> Option<Entry> {
-        let slot = self.block(b).used.entry();
-        assert!(
-            slot != EntrySlot::NIL,
-            "claiming a block that is not cached"
-        );
-        if let Some(key) = self.block(b).key() {
-            self.watch.touch(&key);
+    /// R31 `hits`: the count of the entry's tail block, the block an Evict moment
+    /// on it removes.
+    pub fn tail_hits(&self, slot: EntrySlot) -> u32 {
+        let t = self.entry(slot).tail;
+        let seg = self.seg(t);
+        if seg.hit_keys == 0 {
+            return 0;
         }
-        let gone = self.unlink(slot, b);
+        let key = seg.key_at(seg.count - 1, self.block);
+        self.cached_hits.get(&(t, key)).copied().unwrap_or(0)
+    }
+
+    /// A cached copy taken by a hit (R11): it leaves its entry and is held once, as
+    /// a fresh block in the copy's place among the key's copies. Returns the block
+    /// and the entry when it disappeared with it.
+    fn claim(&mut self, key: BlockKey, s: SegId) -> (BlockId, Option<Entry>) {
+        self.watch.touch(&key);
+        let dup = self.cached_dup(&key, s);
+        let b = self.alloc();
         let block = self.block_mut(b);
-        block.used = block.used.with_refs(1);
+        block.key = key;
+        block.used = block.used.with_registered().with_dup(dup);
+        self.move_copy(key, CopyRef::cached(s), CopyRef::held(b), dup);
+        if dup == Dup::Yes {
+            self.seg_mut(s).dup_keys -= 1;
+        }
+        if self.seg(s).hit_keys > 0
+            && let Some(n) = self.cached_hits.remove(&(s, key))
+        {
+            self.seg_mut(s).hit_keys -= 1;
+            self.hits[b.0 as usize] = n;
+            let block = self.block_mut(b);
+            block.used = block.used.with_hit();
+        }
+        let slot = self.seg(s).entry;
+        let at = self.seg(s).position(&key, self.block);
+        self.cut(s, at);
         self.cached -= 1;
-        self.allocated += 1;
-        gone
+        (b, self.took(slot, 1))
     }
 
     /// Drops one holder; returns the holders left.
@@ -341,370 +463,219 @@ impl Store {
     /// A block nobody holds any more is freed: unregistered and reusable.
     pub fn free(&mut self, b: BlockId) {
         debug_assert_eq!(self.block(b).used.refs(), 0);
+        self.unregister(b);
         self.recycle(b);
         self.allocated -= 1;
     }
 
-    /// Opens a new, empty entry at the end of the release order. It must receive at
-    /// least one block before anything else reads the store.
-    pub fn open_entry(
-        &mut self,
-        session: SessionId,
-        last: f64,
-        snap: Option<SnapSlot>,
-    ) -> EntrySlot {
-        let id = EntryId(self.next_entry);
-        self.next_entry += 1;
-        let entry = Entry {
-            id,
-            session,
-            last,
-            head: NO_BLOCK,
-            tail: NO_BLOCK,
-            blocks: 0,
-            snap,
-            older: self.newest,
-            newer: EntrySlot::NIL,
-        };
-        let slot = match self.free_entries.pop() {
-            Some(s) => {
-                self.entries[s.index()] = Some(entry);
-                s
-            }
-            None => {
-                self.entries.push(Some(entry));
-                let slot = u32::try_from(self.entries.len() - 1)
-                    .ok()
-                    .filter(|&s| s <= Use::LOW)
-                    .expect("more than 2^30 entries in one pool");
-                EntrySlot(slot)
-            }
-        };
-        if self.newest == EntrySlot::NIL {
-            self.oldest = slot;
-        } else {
-            self.entry_mut(self.newest).newer = slot;
+    /// Clears a held block's record (and its hit count) for reuse. Every way a held
+    /// block's record ends (`free`, and becoming cached) ends here.
+    #[inline(always)]
+    fn recycle(&mut self, b: BlockId) {
+        if self.block(b).used.hit() {
+            self.hits[b.0 as usize] = 0;
         }
-        self.newest = slot;
-        self.live_entries += 1;
-        slot
+        // The key is read only while the record says it is registered.
+        self.block_mut(b).used = Use::FREE;
+        self.free_blocks.push(b);
     }
 
-    /// Opens a new, empty entry placed in release order by its `last` (after every
-    /// entry whose release time is at most `last`): a tier's entries carry the release
-    /// times of the pool that spilled them, which may be older than its newest entry
-    /// (R12). Lru order stays (release time, then entry id). It must receive a block
-    /// before anything else reads the store.
-    pub fn open_entry_sorted(
-        &mut self,
-        session: SessionId,
-        last: f64,
-        snap: Option<SnapSlot>,
-    ) -> EntrySlot {
-        let mut after = self.newest;
-        while after != EntrySlot::NIL && self.entry(after).last.total_cmp(&last).is_gt() {
-            after = self.entry(after).older;
-        }
-        let slot = self.open_entry(session, last, snap);
-        if after == self.entry(slot).older {
-            return slot;
-        }
-        // Unlink from the newest end, then link in after `after` (NIL: first).
-        let older = self.entry(slot).older;
-        self.entry_mut(older).newer = EntrySlot::NIL;
-        self.newest = older;
-        let newer = if after == EntrySlot::NIL {
-            self.oldest
+    /// A registered held block nobody holds becomes cached in segment `s` (its
+    /// segment is the caller's): its copy moves there, its hit count with it.
+    #[inline(always)]
+    fn cache_into(&mut self, s: SegId, b: BlockId, key: BlockKey, near: &mut usize) {
+        let used = self.block(b).used;
+        debug_assert_eq!(used.refs(), 0);
+        if used.dup() {
+            self.move_copy(key, CopyRef::held(b), CopyRef::cached(s), Dup::Yes);
+            self.seg_mut(s).dup_keys += 1;
         } else {
-            self.entry(after).newer
-        };
-        {
-            let e = self.entry_mut(slot);
-            e.older = after;
-            e.newer = newer;
+            let first = self
+                .index
+                .replace_next(key, CopyRef::held(b), CopyRef::cached(s), near);
+            debug_assert!(first.is_none(), "a key's only copy is its first");
         }
-        if after == EntrySlot::NIL {
-            self.oldest = slot;
-        } else {
-            self.entry_mut(after).newer = slot;
+        if used.hit() {
+            let n = self.hits[b.0 as usize];
+            self.cached_hits.insert((s, key), n);
+            self.seg_mut(s).hit_keys += 1;
         }
-        self.entry_mut(newer).older = slot;
-        slot
+        self.recycle(b);
+        self.allocated -= 1;
+        self.cached += 1;
     }
 
-    /// The newest entry of `session` released at exactly `last`, if any (a tier
-    /// gathers a spilled entry's blocks back into one entry).
-    pub fn find_entry(&self, session: SessionId, last: f64) -> Option<EntrySlot> {
-        let mut at = self.newest;
-        while at != EntrySlot::NIL {
-            let e = self.entry(at);
-            match e.last.total_cmp(&last) {
-                std::cmp::Ordering::Less => return None,
-                std::cmp::Ordering::Equal if e.session == session => return Some(at),
-                _ => at = e.older,
+    /// R14 for a released holder's blocks, chain order: each loses this holder;
+    /// those nobody else holds are cached at the tail of one entry when among the
+    /// first `full` and registered, else freed. `open` opens the entry, at the first
+    /// block cached (a release that caches nothing opens none); returns it.
+    /// One pass, the current segment kept at hand: a holder's blocks are mostly
+    /// consecutive blocks of a few runs (issue #35 item 1).
+    pub fn cache_released(
+        &mut self,
+        blocks: &[BlockId],
+        full: u64,
+        mut open: impl FnMut(&mut Store) -> EntrySlot,
+    ) -> Option<EntrySlot> {
+        let mut slot = None;
+        // The entry's tail segment while this release appends to it.
+        let mut tail = SegId::NIL;
+        let mut added = 0;
+        let mut near = usize::MAX;
+        for (k, &b) in blocks.iter().enumerate() {
+            if self.unref(b) > 0 {
+                continue;
             }
+            let Some(key) = self.block(b).key().filter(|_| (k as u64) < full) else {
+                self.free(b);
+                continue;
+            };
+            let slot = *slot.get_or_insert_with(|| open(self));
+            if tail != SegId::NIL && self.seg(tail).continues_with(&key, self.block) {
+                self.seg_mut(tail).count += 1;
+            } else {
+                tail = self.new_seg_at_tail(slot, key);
+            }
+            self.cache_into(tail, b, key, &mut near);
+            added += 1;
         }
-        None
+        if let Some(slot) = slot {
+            self.entry_mut(slot).blocks += added;
+        }
+        slot
     }
 
     /// Moves a registered block nobody holds to the head of an entry (a tier receives
     /// an entry's blocks tail first, R10, so each arrives ahead of the previous).
     pub fn push_head(&mut self, slot: EntrySlot, b: BlockId) {
-        debug_assert_eq!(self.block(b).used.uncached(), self.block(b).used);
-        debug_assert!(self.block(b).key().is_some());
+        let key = self.key(b).expect("cached blocks are registered");
         let head = self.entry(slot).head;
-        {
-            let block = self.block_mut(b);
-            block.used = block.used.with_entry(slot);
-            block.prev = NO_BLOCK;
-            block.next = head;
-        }
-        if head == NO_BLOCK {
-            self.entry_mut(slot).tail = b;
+        let s = if head != SegId::NIL && self.seg(head).follows(&key, self.block) {
+            let seg = self.seg_mut(head);
+            seg.first = key.offset;
+            seg.count += 1;
+            head
         } else {
-            self.block_mut(head).prev = b;
-        }
-        let e = self.entry_mut(slot);
-        e.head = b;
-        e.blocks += 1;
-        self.allocated -= 1;
-        self.cached += 1;
+            self.new_seg_at_head(slot, key)
+        };
+        let mut near = usize::MAX;
+        self.cache_into(s, b, key, &mut near);
+        self.entry_mut(slot).blocks += 1;
     }
 
-    /// Moves a registered block nobody holds to the tail of an entry.
-    pub fn push_tail(&mut self, slot: EntrySlot, b: BlockId) {
-        debug_assert_eq!(self.block(b).used.uncached(), self.block(b).used);
-        debug_assert!(self.block(b).key().is_some());
-        let tail = self.entry(slot).tail;
-        {
-            let block = self.block_mut(b);
-            block.used = block.used.with_entry(slot);
-            block.prev = tail;
-            block.next = NO_BLOCK;
+    /// The key at `s`'s position `at` leaves the index (with its hit count): an
+    /// evicted block.
+    #[inline(always)]
+    fn drop_cached_key(&mut self, s: SegId, key: BlockKey) {
+        self.watch.touch(&key);
+        let dup = self.cached_dup(&key, s);
+        self.remove_copy(key, CopyRef::cached(s), dup);
+        if self.seg(s).hit_keys > 0 && self.cached_hits.remove(&(s, key)).is_some() {
+            self.seg_mut(s).hit_keys -= 1;
         }
-        if tail == NO_BLOCK {
-            self.entry_mut(slot).head = b;
-        } else {
-            self.block_mut(tail).next = b;
-        }
-        let e = self.entry_mut(slot);
-        e.tail = b;
-        e.blocks += 1;
-        self.allocated -= 1;
-        self.cached += 1;
     }
 
     /// Evicts the tail block of an entry (R10): it is unregistered and freed.
     /// Returns its key and the entry when it disappeared.
     pub fn evict_tail(&mut self, slot: EntrySlot) -> (BlockKey, Option<Entry>) {
-        let b = self.entry(slot).tail;
-        assert!(b != NO_BLOCK, "evicting from an empty entry");
-        let key = self.block(b).key().expect("cached blocks are registered");
-        let gone = self.unlink(slot, b);
-        self.recycle(b);
-        self.cached -= 1;
-        (key, gone)
-    }
-
-    /// Makes a block nobody holds or caches reusable: its key unregistered, its
-    /// record and hit count cleared, its id on the free list. Every way a block is
-    /// freed (`free`, `evict_tail`, `evict_tail_n`) ends here.
-    #[inline(always)]
-    fn recycle(&mut self, b: BlockId) {
-        self.unregister(b);
-        if self.block(b).used.hit() {
-            self.hits[b.0 as usize] = 0;
-        }
-        *self.block_mut(b) = Block::free();
-        self.free_blocks.push(b);
-    }
-
-    /// Takes `b` out of entry `slot`; drops and returns the entry when it was the
-    /// last block.
-    fn unlink(&mut self, slot: EntrySlot, b: BlockId) -> Option<Entry> {
-        let (prev, next) = {
-            let block = self.block_mut(b);
-            let links = (block.prev, block.next);
-            block.used = block.used.uncached();
-            block.prev = NO_BLOCK;
-            block.next = NO_BLOCK;
-            links
+        let t = self.entry(slot).tail;
+        assert!(t != SegId::NIL, "evicting from an empty entry");
+        let key = {
+            let seg = self.seg(t);
+            seg.key_at(seg.count - 1, self.block)
         };
-        if prev == NO_BLOCK {
-            self.entry_mut(slot).head = next;
-        } else {
-            self.block_mut(prev).next = next;
-        }
-        if next == NO_BLOCK {
-            self.entry_mut(slot).tail = prev;
-        } else {
-            self.block_mut(next).prev = prev;
-        }
-        let e = self.entry_mut(slot);
-        e.blocks -= 1;
-        if e.blocks > 0 {
-            return None;
-        }
-        self.drop_entry(slot)
+        self.drop_cached_key(t, key);
+        let count = self.seg(t).count;
+        self.cut(t, count - 1);
+        self.cached -= 1;
+        (key, self.took(slot, 1))
     }
 
     /// Evicts the `n` tail blocks of an entry at once (R10's order: each is the tail
     /// when it leaves), as `n` calls of [`Store::evict_tail`] would, for a caller that
     /// needs none of their keys. Returns the entry when it disappeared.
     pub fn evict_tail_n(&mut self, slot: EntrySlot, n: u64) -> Option<Entry> {
-        let e = self.entry(slot);
-        assert!(n <= e.blocks, "evicting more blocks than an entry has");
-        let mut at = e.tail;
-        for _ in 0..n {
-            let prev = self.block(at).prev;
-            self.recycle(at);
-            at = prev;
+        assert!(
+            n <= self.entry(slot).blocks,
+            "evicting more blocks than an entry has"
+        );
+        let mut left = n;
+        while left > 0 {
+            let t = self.entry(slot).tail;
+            let (count, plain) = {
+                let seg = self.seg(t);
+                (seg.count, seg.dup_keys == 0 && seg.hit_keys == 0)
+            };
+            let take = u32::try_from(left.min(u64::from(count))).expect("within a segment");
+            if plain && !self.watch.on() {
+                // The usual case: each key its only copy, no hit counted, no walk
+                // watching: the keys leave the index together.
+                let last = self.seg(t).key_at(count - 1, self.block);
+                self.index
+                    .remove_only_copies(last.run, last.offset, take, CopyRef::cached(t));
+            } else {
+                for at in (count - take..count).rev() {
+                    let key = self.seg(t).key_at(at, self.block);
+                    self.drop_cached_key(t, key);
+                }
+            }
+            self.seg_mut(t).count -= take;
+            if take == count {
+                self.unlink_seg(t);
+            }
+            left -= u64::from(take);
         }
         self.cached -= n;
-        if at != NO_BLOCK {
-            self.block_mut(at).next = NO_BLOCK;
-        }
-        let e = self.entry_mut(slot);
-        e.tail = at;
-        e.blocks -= n;
-        if e.blocks > 0 {
-            return None;
-        }
-        e.head = NO_BLOCK;
-        self.drop_entry(slot)
+        self.took(slot, n)
     }
 
-    /// Takes an entry with no blocks left out of the release order and the store.
-    fn drop_entry(&mut self, slot: EntrySlot) -> Option<Entry> {
-        let e = self.entry(slot);
-        debug_assert_eq!(e.blocks, 0, "dropping an entry with blocks");
-        let (older, newer) = (e.older, e.newer);
-        if older == EntrySlot::NIL {
-            self.oldest = newer;
+    /// Takes position `at` out of segment `s` (a claimed or evicted block whose key
+    /// has already left): the segment shrinks at an end, or splits in two, the keys
+    /// after `at` moving to a new segment; a segment left empty goes.
+    fn cut(&mut self, s: SegId, at: u32) {
+        let block = self.block;
+        let count = self.seg(s).count;
+        if at == 0 {
+            let seg = self.seg_mut(s);
+            seg.first += block;
+            seg.count -= 1;
+        } else if at + 1 == count {
+            self.seg_mut(s).count -= 1;
         } else {
-            self.entry_mut(older).newer = newer;
-        }
-        if newer == EntrySlot::NIL {
-            self.newest = older;
-        } else {
-            self.entry_mut(newer).older = older;
-        }
-        self.live_entries -= 1;
-        self.free_entries.push(slot);
-        self.entries[slot.index()].take()
-    }
-
-    /// The blocks of an entry, head first (for invariant checks and tests).
-    pub fn entry_blocks(&self, slot: EntrySlot) -> Vec<BlockId> {
-        let mut out = Vec::new();
-        let mut at = self.entry(slot).head;
-        while at != NO_BLOCK {
-            out.push(at);
-            at = self.block(at).next;
-        }
-        out
-    }
-
-    /// Checks the store's own invariants; `held` is every holder's block list and
-    /// `anonymous` the anonymous blocks they hold in all.
-    pub fn check(&self, held: &[&[BlockId]], anonymous: u64) -> Result<(), String> {
-        let mut refs = vec![0u32; self.blocks.len()];
-        for list in held {
-            for &b in *list {
-                refs[b.0 as usize] += 1;
-            }
-        }
-        let mut allocated = anonymous;
-        let mut cached = 0;
-        for (i, block) in self.blocks.iter().enumerate() {
-            if block.used.refs() != refs[i] {
-                return Err(format!(
-                    "block {i}: refs {} but {} holders list it",
-                    block.used.refs(),
-                    refs[i]
-                ));
-            }
-            if !block.used.hit() && self.hits[i] != 0 {
-                return Err(format!("block {i} counts hits but none took it"));
-            }
-            if block.used.refs() > 0 {
-                allocated += 1;
-            } else if block.used.entry() != EntrySlot::NIL {
-                cached += 1;
-                if block.key().is_none() {
-                    return Err(format!("cached block {i} has no key"));
+            let after = self.new_seg_after(s, at + 1);
+            self.seg_mut(s).count = at;
+            for i in 0..self.seg(after).count {
+                let key = self.seg(after).key_at(i, block);
+                let dup = self.cached_dup(&key, s);
+                self.move_copy(key, CopyRef::cached(s), CopyRef::cached(after), dup);
+                if dup == Dup::Yes {
+                    self.seg_mut(s).dup_keys -= 1;
+                    self.seg_mut(after).dup_keys += 1;
                 }
-            } else if block.key().is_some() {
-                return Err(format!("free block {i} is still registered"));
-            }
-        }
-        if allocated != self.allocated || cached != self.cached {
-            return Err(format!(
-                "counted {allocated} allocated and {cached} cached blocks, the store says {} and {}",
-                self.allocated, self.cached
-            ));
-        }
-        let mut in_entries = 0;
-        // Release order is (release time, id); for a pool that is no tier the two
-        // agree, since release times never decrease.
-        let mut previous: Option<(f64, u64)> = None;
-        let mut listed = 0;
-        for slot in self.entry_slots() {
-            let e = self.entry(slot);
-            if previous.is_some_and(|(pl, pi)| pl.total_cmp(&e.last).then(pi.cmp(&e.id.0)).is_ge())
-            {
-                return Err(format!("entry {} listed out of release order", e.id));
-            }
-            previous = Some((e.last, e.id.0));
-            listed += 1;
-            let blocks = self.entry_blocks(slot);
-            if blocks.len() as u64 != e.blocks || blocks.is_empty() {
-                return Err(format!("entry {} has a wrong or zero block count", e.id));
-            }
-            if blocks.iter().any(|&b| self.block(b).used.entry() != slot) {
-                return Err(format!("entry {} links a block of another entry", e.id));
-            }
-            in_entries += blocks.len() as u64;
-        }
-        if listed != self.live_entries || self.entries.iter().flatten().count() != self.live_entries
-        {
-            return Err("the release-order list misses live entries".into());
-        }
-        if in_entries != cached {
-            return Err(format!(
-                "{cached} cached blocks but entries link {in_entries}"
-            ));
-        }
-        self.index.check()?;
-        let mut indexed = 0usize;
-        for (key, first) in self.index.iter() {
-            let mut at = first;
-            while at != NO_BLOCK {
-                if self.block(at).key() != Some(key) {
-                    return Err(format!("key {key} lists block {} of another key", at.0));
+                if self.seg(s).hit_keys > 0
+                    && let Some(n) = self.cached_hits.remove(&(s, key))
+                {
+                    self.cached_hits.insert((after, key), n);
+                    self.seg_mut(s).hit_keys -= 1;
+                    self.seg_mut(after).hit_keys += 1;
                 }
-                indexed += 1;
-                at = self.block(at).next_dup;
             }
+            return;
         }
-        let registered = self.blocks.iter().filter(|b| b.key().is_some()).count();
-        if indexed != registered {
-            return Err(format!(
-                "{registered} blocks are registered but the index lists {indexed}"
-            ));
+        if self.seg(s).count == 0 {
+            self.unlink_seg(s);
         }
-        Ok(())
     }
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_block_record_is_32_bytes() {
-        // The block table is the replay's largest structure per replica, and its
-        // records are touched at random: a record split over two cache lines costs
-        // two misses. The size is what UNREGISTERED (the key without an Option tag)
-        // and `Use` (holders or entry in one word) buy (docs/PERFORMANCE.md, #35).
-        assert_eq!(std::mem::size_of::<super::Block>(), 32);
+    fn a_held_block_record_is_24_bytes_and_a_cached_block_has_none() {
+        // The block table is the replay's largest structure per replica, touched at
+        // random: only held blocks keep a record; cached content is segments, a
+        // count per run of blocks (docs/PERFORMANCE.md, #35 item 1).
+        assert_eq!(std::mem::size_of::<super::Block>(), 24);
+        assert_eq!(std::mem::size_of::<super::Segment>(), 40);
     }
 }

@@ -1,100 +1,124 @@
-//! One physical block's record in the block table: its key while registered, its
-//! holders or its entry (`Use`), its neighbours in its entry and its next duplicate
-//! copy (R7). `cache.rs` owns every record and all that changes them; this file only
-//! says how a record is laid out and read.
+//! The records of the block table: a held block's record (its key while registered,
+//! its holders, whether a hit took it and whether its key has other copies), a
+//! cached *segment* (consecutive blocks of one run in one entry, a count instead of
+//! a record per block: issue #35 item 1), and the reference to one copy of a key
+//! that the identity index files ([`CopyRef`]: a held block or a cached segment).
+//! `cache.rs` owns every record and all that changes them; this file only says how
+//! they are laid out and read.
 
 use crate::types::{BlockId, BlockKey, RunId};
 
 use super::EntrySlot;
 
-/// "No block" in the intrusive links below.
-pub(super) const NO_BLOCK: BlockId = BlockId(u32::MAX);
+/// One present copy of a key (R7): a held block, or the key's place in a cached
+/// segment (a segment holds each key at most once: its keys are consecutive blocks
+/// of one run). Held block ids and segment ids stay below 2^31 - 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct CopyRef(pub(super) u32);
 
-/// A block's `next_dup` while it is not registered (block ids stay below it): the
-/// key then needs no `Option`, whose tag would make a block 40 bytes instead of 32,
-/// and a fleet's block tables are tens of megabytes (docs/PERFORMANCE.md, issue #35).
-pub(super) const UNREGISTERED: BlockId = BlockId(u32::MAX - 1);
+impl CopyRef {
+    const CACHED: u32 = 1 << 31;
+    /// The largest held block or segment id, plus one (the index keeps `u32::MAX`
+    /// for "no copy").
+    pub(super) const LIMIT: u32 = CopyRef::CACHED - 1;
 
-/// A block's holders, or its entry while it is cached, in one word (a block nobody
-/// holds is cached or free, never both held and cached), and whether a hit ever took
-/// it since it was allocated (its count is then in `Store::hits`, which a block no
-/// hit took is spared reading or clearing).
+    pub(super) fn held(b: BlockId) -> CopyRef {
+        debug_assert!(b.0 < CopyRef::LIMIT);
+        CopyRef(b.0)
+    }
+
+    pub(super) fn cached(s: SegId) -> CopyRef {
+        debug_assert!(s.0 < CopyRef::LIMIT);
+        CopyRef(CopyRef::CACHED | s.0)
+    }
+
+    /// The held block, when this copy is held.
+    pub(super) fn as_held(self) -> Option<BlockId> {
+        (self.0 & CopyRef::CACHED == 0).then_some(BlockId(self.0))
+    }
+
+    /// The segment, when this copy is cached.
+    pub(super) fn as_cached(self) -> Option<SegId> {
+        (self.0 & CopyRef::CACHED != 0).then_some(SegId(self.0 & !CopyRef::CACHED))
+    }
+}
+
+/// A cached segment's slot (stable while it lives; reused after).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) struct SegId(pub(super) u32);
+
+impl SegId {
+    /// "No segment" in the intrusive links.
+    pub(super) const NIL: SegId = SegId(u32::MAX);
+}
+
+/// A held block's holders, and flags, in one word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Use(u32);
 
 impl Use {
-    const CACHED: u32 = 1 << 31;
+    const REGISTERED: u32 = 1 << 31;
     const HIT: u32 = 1 << 30;
-    /// The holders, or the entry slot while cached.
-    pub(super) const LOW: u32 = Use::HIT - 1;
-    /// Neither held nor cached, never hit.
+    const DUP: u32 = 1 << 29;
+    const REFS: u32 = Use::DUP - 1;
+    /// Nobody holds it, not registered, never hit.
     pub(super) const FREE: Use = Use(0);
 
-    /// Held by `refs` holders.
+    /// Held by `refs` holders, the flags kept.
     pub(super) fn with_refs(self, refs: u32) -> Use {
-        assert!(refs <= Use::LOW, "2^30 holders of one block");
-        Use((self.0 & Use::HIT) | refs)
+        assert!(refs <= Use::REFS, "2^29 holders of one block");
+        Use((self.0 & !Use::REFS) | refs)
     }
 
-    /// Cached in entry `slot`.
-    pub(super) fn with_entry(self, slot: EntrySlot) -> Use {
-        debug_assert!(slot.0 <= Use::LOW, "entry slots stay below 2^30");
-        Use((self.0 & Use::HIT) | Use::CACHED | slot.0)
+    pub(super) fn refs(self) -> u32 {
+        self.0 & Use::REFS
     }
 
-    /// Out of its entry, held by nobody yet.
-    pub(super) fn uncached(self) -> Use {
-        Use(self.0 & Use::HIT)
+    pub(super) fn registered(self) -> bool {
+        self.0 & Use::REGISTERED != 0
     }
 
-    /// Taken by a hit.
-    pub(super) fn with_hit(self) -> Use {
-        Use(self.0 | Use::HIT)
+    pub(super) fn with_registered(self) -> Use {
+        Use(self.0 | Use::REGISTERED)
     }
 
+    /// Taken by a hit: its count (R31) is in `Store::hits`.
     pub(super) fn hit(self) -> bool {
         self.0 & Use::HIT != 0
     }
 
-    /// Holders holding it; 0 when cached or free.
-    pub(super) fn refs(self) -> u32 {
-        if self.0 & Use::CACHED == 0 {
-            self.0 & Use::LOW
-        } else {
-            0
-        }
+    pub(super) fn with_hit(self) -> Use {
+        Use(self.0 | Use::HIT)
     }
 
-    /// The entry slot while cached, else NIL.
-    pub(super) fn entry(self) -> EntrySlot {
-        if self.0 & Use::CACHED == 0 {
-            EntrySlot::NIL
-        } else {
-            EntrySlot(self.0 & Use::LOW)
+    /// Its key has another copy present (it is in `Store::dups`, as the first copy
+    /// or a later one); without it the block is the key's only copy.
+    pub(super) fn dup(self) -> bool {
+        self.0 & Use::DUP != 0
+    }
+
+    pub(super) fn with_dup(self, dup: Dup) -> Use {
+        match dup {
+            Dup::Yes => Use(self.0 | Use::DUP),
+            Dup::No => Use(self.0 & !Use::DUP),
         }
     }
 }
 
-/// 32 bytes (40 with the hit count in it, when three records in five straddled two
-/// cache lines; now at most every other one): the replay's per-block work is a
-/// record touched once or so at each step of its life, each a likely cache miss
-/// (docs/PERFORMANCE.md, issue #35). Its hit count (R31) is
-/// kept beside it, in `Store::hits`. Not `align(32)`, which would place every
-/// record inside one line: a vector of an alignment above the allocator's is grown
-/// by allocating anew and copying, not by remapping its pages, and that copy raised
-/// the tiered replay's peak memory by a fifth (298 to 365 MB).
+/// Whether a copy's key has other copies present.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Dup {
+    Yes,
+    No,
+}
+
+/// A held block: 24 bytes, and only while it is held (a cached block has no record
+/// of its own, only its segment's count: docs/PERFORMANCE.md, issue #35).
 #[derive(Clone, Debug)]
 pub(super) struct Block {
-    /// Its key while it is registered (hittable): see [`Block::key`].
+    /// Its key while registered (`used` says whether it is).
     pub(super) key: BlockKey,
-    /// Holders, or the entry while cached.
     pub(super) used: Use,
-    /// Neighbours inside the entry, in chain order (prev is towards the head).
-    pub(super) prev: BlockId,
-    pub(super) next: BlockId,
-    /// While registered, the next later-registered copy with the same key
-    /// (registration order; NO_BLOCK: none); [`UNREGISTERED`] while not.
-    pub(super) next_dup: BlockId,
 }
 
 impl Block {
@@ -105,14 +129,60 @@ impl Block {
                 offset: 0,
             },
             used: Use::FREE,
-            prev: NO_BLOCK,
-            next: NO_BLOCK,
-            next_dup: UNREGISTERED,
         }
     }
 
     /// Its key while registered.
     pub(super) fn key(&self) -> Option<BlockKey> {
-        (self.next_dup != UNREGISTERED).then_some(self.key)
+        self.used.registered().then_some(self.key)
+    }
+}
+
+/// Consecutive cached blocks of one run in one entry, in chain order: keys `first`,
+/// `first + block`, … (`count` of them). An entry is a list of segments, head to
+/// tail; R10 takes from the tail segment's end, a hit (R11) anywhere (splitting the
+/// segment when in its middle).
+#[derive(Clone, Debug)]
+pub(super) struct Segment {
+    pub(super) run: RunId,
+    /// Offset of its first key.
+    pub(super) first: u64,
+    pub(super) count: u32,
+    pub(super) entry: EntrySlot,
+    /// Neighbours in the entry (prev is towards the head).
+    pub(super) prev: SegId,
+    pub(super) next: SegId,
+    /// Its keys that have other copies present (in `Store::dups`): with none, each
+    /// of its keys is the key's only copy and leaves the index directly.
+    pub(super) dup_keys: u32,
+    /// Its keys with a hit count (R31) in `Store::cached_hits`.
+    pub(super) hit_keys: u32,
+}
+
+impl Segment {
+    /// The key at position `i` (0: the head's end).
+    pub(super) fn key_at(&self, i: u32, block: u64) -> BlockKey {
+        BlockKey {
+            run: self.run,
+            offset: self.first + u64::from(i) * block,
+        }
+    }
+
+    /// The position of `key`, which the segment holds.
+    pub(super) fn position(&self, key: &BlockKey, block: u64) -> u32 {
+        debug_assert!(key.run == self.run && key.offset >= self.first);
+        let i = (key.offset - self.first) / block;
+        debug_assert!(i < u64::from(self.count) && (key.offset - self.first) % block == 0);
+        i as u32
+    }
+
+    /// Whether `key` would extend it at its tail end.
+    pub(super) fn continues_with(&self, key: &BlockKey, block: u64) -> bool {
+        key.run == self.run && key.offset == self.first + u64::from(self.count) * block
+    }
+
+    /// Whether `key` would extend it at its head end.
+    pub(super) fn follows(&self, key: &BlockKey, block: u64) -> bool {
+        key.run == self.run && key.offset.checked_add(block) == Some(self.first)
     }
 }

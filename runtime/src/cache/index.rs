@@ -20,11 +20,12 @@
 use std::collections::BTreeMap;
 use std::collections::hash_map::Entry as MapEntry;
 
+use super::block::CopyRef;
 use crate::hash::FxMap;
-use crate::types::{BlockId, BlockKey, RunId};
+use crate::types::{BlockKey, RunId};
 
 /// "No block" in a group's slots.
-const EMPTY: BlockId = BlockId(u32::MAX);
+const EMPTY: CopyRef = CopyRef(u32::MAX);
 
 /// Units a group spans, in blocks rounded to a power of two within 1..=32.
 const GROUP_UNITS: u64 = 512;
@@ -79,7 +80,7 @@ enum Held {
     /// A group of slots (an index into [`Index::groups`]).
     Group(u32),
     /// The group's one key (its offset) and first copy, with no slots yet.
-    Lone { offset: u64, first: BlockId },
+    Lone { offset: u64, first: CopyRef },
 }
 
 /// See the module documentation.
@@ -91,10 +92,10 @@ pub(crate) struct Index {
     groups_of: FxMap<GroupKey, Held>,
     groups: Vec<Group>,
     /// Group `g`'s slots are `slots[g << shift ..][.. 1 << shift]`.
-    slots: Vec<BlockId>,
+    slots: Vec<CopyRef>,
     /// Groups no run uses (all their slots empty).
     free: Vec<u32>,
-    stray: FxMap<BlockKey, BlockId>,
+    stray: FxMap<BlockKey, CopyRef>,
     len: usize,
     /// The last group a registration or removal used: the next is mostly of the
     /// same run, and then skips the table. `None` once that group is freed.
@@ -122,7 +123,7 @@ enum Place {
     /// The group key holds one lone key, this one or another of its group.
     Lone {
         offset: u64,
-        first: BlockId,
+        first: CopyRef,
     },
 }
 
@@ -193,14 +194,14 @@ impl Index {
 
     /// The first copy of `key`, if any.
     #[inline]
-    pub fn get(&self, key: &BlockKey) -> Option<BlockId> {
+    pub fn get(&self, key: &BlockKey) -> Option<CopyRef> {
         self.get_near(key, &mut Near(self.last))
     }
 
     /// [`Index::get`] for one of a walk's keys: `near` carries the walk's group from
     /// key to key (start it at `Near::default()`).
     #[inline]
-    pub fn get_near(&self, key: &BlockKey, near: &mut Near) -> Option<BlockId> {
+    pub fn get_near(&self, key: &BlockKey, near: &mut Near) -> Option<CopyRef> {
         match self.place_near(key, near)? {
             Place::Dense { at, .. } => Some(self.slots[at]),
             Place::Lone { offset, first } => (offset == key.offset).then_some(first),
@@ -217,7 +218,7 @@ impl Index {
     /// Makes `b` the first copy of `key` unless the key has one: then returns it
     /// (the caller appends `b` to its copies).
     #[inline]
-    pub fn insert_or_first(&mut self, key: BlockKey, b: BlockId) -> Option<BlockId> {
+    pub fn insert_or_first(&mut self, key: BlockKey, b: CopyRef) -> Option<CopyRef> {
         // The usual case, inline in the caller's loop over a run's blocks: the key
         // is new, in the group the last registration or removal used, in step
         // with it, and no stray could be its copy. [`Index::insert_slow`] is the
@@ -239,7 +240,7 @@ impl Index {
     }
 
     #[inline(never)]
-    fn insert_slow(&mut self, key: BlockKey, b: BlockId) -> Option<BlockId> {
+    fn insert_slow(&mut self, key: BlockKey, b: CopyRef) -> Option<CopyRef> {
         let (gk, i, phase) = self.split(&key);
         // One probe of the table, whatever it holds (a run of one block registers
         // with nothing more).
@@ -291,7 +292,7 @@ impl Index {
 
     /// Files `key` (slot `i` of its group, at `phase`) in `group`: in its slot when
     /// in step with the group, else in the stray table.
-    fn put(&mut self, group: u32, key: BlockKey, i: usize, phase: u64, b: BlockId) {
+    fn put(&mut self, group: u32, key: BlockKey, i: usize, phase: u64, b: CopyRef) {
         let g = &mut self.groups[group as usize];
         if g.dense == 0 {
             // Nothing is numbered by the old alignment: take this key's. Stray keys
@@ -337,7 +338,7 @@ impl Index {
     /// otherwise it returns the first copy and changes nothing (the caller unlinks
     /// `b` from the copies after it).
     #[inline(always)]
-    pub fn release(&mut self, key: BlockKey, b: BlockId, next: Option<BlockId>) -> Option<BlockId> {
+    pub fn release(&mut self, key: BlockKey, b: CopyRef, next: Option<CopyRef>) -> Option<CopyRef> {
         // The usual case, inline in the caller's loop over an entry's tail: `b` is
         // the first copy, in step with the group the last registration or removal
         // used, and the group keeps other keys. [`Index::release_slow`] is the same
@@ -363,13 +364,85 @@ impl Index {
         self.release_slow(key, b, next)
     }
 
+    /// [`Index::release`] with a next copy (`from` replaced by `to`), for the keys
+    /// of one run in order: `near` is the slot the previous key's copy was in, and
+    /// the next slot is tried first. A slot holding `from` is `key`'s (a held
+    /// block is filed under its own key only), so that one comparison is the
+    /// whole check.
+    #[inline(always)]
+    pub fn replace_next(
+        &mut self,
+        key: BlockKey,
+        from: CopyRef,
+        to: CopyRef,
+        near: &mut usize,
+    ) -> Option<CopyRef> {
+        let at = near.wrapping_add(1);
+        if let Some(slot) = self.slots.get_mut(at)
+            && *slot == from
+        {
+            *slot = to;
+            *near = at;
+            return None;
+        }
+        let first = self.release(key, from, Some(to));
+        let (gk, i, _) = self.split(&key);
+        *near = match self.last {
+            Some((last, group)) if last == gk => ((group as usize) << self.shift) + i,
+            _ => usize::MAX,
+        };
+        first
+    }
+
+    /// Removes the `n` keys of `run` at `offset`, `offset - block`, … (an entry's
+    /// tail leaving, R10), each filed with `c` as its key's only copy: a group's
+    /// slots are cleared in one pass while it keeps other keys, the rest as
+    /// [`Index::release`] would.
+    pub fn remove_only_copies(&mut self, run: RunId, offset: u64, n: u32, c: CopyRef) {
+        let block = self.per_block.block();
+        let mut offset = offset;
+        let mut left = n;
+        while left > 0 {
+            let key = BlockKey { run, offset };
+            let (gk, i, phase) = self.split(&key);
+            let mut done = 0u32;
+            if let Some((last, group)) = self.last
+                && last == gk
+                && phase == self.groups[group as usize].phase
+            {
+                let base = (group as usize) << self.shift;
+                let g = &mut self.groups[group as usize];
+                let most = (left as usize).min(i + 1);
+                while (done as usize) < most {
+                    let at = base + i - done as usize;
+                    if self.slots[at] != c || g.dense <= 1 {
+                        break;
+                    }
+                    self.slots[at] = EMPTY;
+                    g.dense -= 1;
+                    done += 1;
+                }
+                self.len -= done as usize;
+            }
+            if done == 0 {
+                let first = self.release_slow(key, c, None);
+                debug_assert!(first.is_none(), "an only copy is its key's first");
+                done = 1;
+            }
+            left -= done;
+            if left > 0 {
+                offset -= u64::from(done) * block;
+            }
+        }
+    }
+
     #[inline(never)]
     fn release_slow(
         &mut self,
         key: BlockKey,
-        b: BlockId,
-        next: Option<BlockId>,
-    ) -> Option<BlockId> {
+        b: CopyRef,
+        next: Option<CopyRef>,
+    ) -> Option<CopyRef> {
         let (gk, i, phase) = self.split(&key);
         let group = match self.last {
             Some((last, group)) if last == gk => group,
@@ -403,6 +476,9 @@ impl Index {
                 }
                 self.slots[at] = next.unwrap_or(EMPTY);
                 if next.is_some() {
+                    // A copy replaced (a block cached or claimed, R11): the next
+                    // replacement is mostly of the same run.
+                    self.last = Some((gk, group));
                     return None;
                 }
                 self.groups[group as usize].dense -= 1;
@@ -441,7 +517,7 @@ impl Index {
 
     /// Every key with its first copy (for invariant checks: the order is the
     /// index's own).
-    pub fn iter(&self) -> impl Iterator<Item = (BlockKey, BlockId)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (BlockKey, CopyRef)> + '_ {
         let block = self.per_block.block();
         let width = 1usize << self.shift;
         let held = self.groups_of.iter().flat_map(move |(&gk, &held)| {
@@ -554,10 +630,10 @@ mod tests {
     /// emptied and reused), for power-of-two and other block sizes.
     fn agrees_with_a_map(block: u64, ops: Vec<(bool, u64, u64, u32)>) -> Result<(), TestCaseError> {
         let mut index = Index::new(block);
-        let mut model: BTreeMap<BlockKey, BlockId> = BTreeMap::new();
+        let mut model: BTreeMap<BlockKey, CopyRef> = BTreeMap::new();
         for (insert, run, offset, b) in ops {
             let k = key(run, offset);
-            let b = BlockId(b);
+            let b = CopyRef(b);
             if insert {
                 let got = index.insert_or_first(k, b);
                 let want = model.get(&k).copied();
@@ -565,9 +641,9 @@ mod tests {
                 model.entry(k).or_insert(b);
             } else if let Some(&first) = model.get(&k) {
                 // Half the removals hand the key to a later copy instead.
-                let next = (first.0 % 2 == 0).then_some(BlockId(first.0 + 1));
+                let next = (first.0 % 2 == 0).then_some(CopyRef(first.0 + 1));
                 // A copy that is not the first changes nothing.
-                prop_assert_eq!(index.release(k, BlockId(first.0 ^ 1), None), Some(first));
+                prop_assert_eq!(index.release(k, CopyRef(first.0 ^ 1), None), Some(first));
                 prop_assert_eq!(index.release(k, first, next), None);
                 match next {
                     Some(n) => {
@@ -610,19 +686,111 @@ mod tests {
         }
     }
 
+    /// The run operations against a plain ordered map: runs of keys registered
+    /// with unique copies (held blocks), their new keys moved in order to one
+    /// value per run (`replace_next`, a release caching them as a segment), and
+    /// tails of those segments removed (`remove_only_copies`, R10), at mixed
+    /// alignments, across group boundaries and beside strays.
+    fn runs_agree_with_a_map(
+        block: u64,
+        ops: Vec<(bool, u64, u64, u32)>,
+    ) -> Result<(), TestCaseError> {
+        let mut index = Index::new(block);
+        let mut model: BTreeMap<BlockKey, CopyRef> = BTreeMap::new();
+        // (value, run, first offset, count): consecutive keys all filed with value.
+        let mut segs: Vec<(CopyRef, u64, u64, u32)> = Vec::new();
+        let mut fresh = 0u32;
+        for (cache, run, offset, n) in ops {
+            let n = n % 40 + 1;
+            if cache || segs.is_empty() {
+                let mut new = Vec::new();
+                for j in 0..u64::from(n) {
+                    let Some(o) = offset.checked_add(j * block) else {
+                        break;
+                    };
+                    let k = key(run, o);
+                    let v = CopyRef(fresh);
+                    fresh += 1;
+                    prop_assert_eq!(index.insert_or_first(k, v), model.get(&k).copied());
+                    if !model.contains_key(&k) {
+                        model.insert(k, v);
+                        new.push((k, v));
+                    }
+                }
+                let s = CopyRef(0x8000_0000 | fresh);
+                fresh += 1;
+                let mut near = usize::MAX;
+                for &(k, v) in &new {
+                    prop_assert_eq!(index.replace_next(k, v, s, &mut near), None);
+                    model.insert(k, s);
+                    match segs.last_mut() {
+                        Some((sv, r, first, count))
+                            if *sv == s
+                                && *r == run
+                                && *first + u64::from(*count) * block == k.offset =>
+                        {
+                            *count += 1;
+                        }
+                        _ => segs.push((s, run, k.offset, 1)),
+                    }
+                }
+            } else {
+                let i = offset as usize % segs.len();
+                let (s, r, first, count) = segs[i];
+                let take = n.min(count);
+                index.remove_only_copies(RunId(r), first + u64::from(count - 1) * block, take, s);
+                for j in count - take..count {
+                    model.remove(&key(r, first + u64::from(j) * block));
+                }
+                if take == count {
+                    segs.remove(i);
+                } else {
+                    segs[i].3 -= take;
+                }
+            }
+            prop_assert_eq!(index.len(), model.len());
+            index.check().map_err(TestCaseError::fail)?;
+        }
+        for (k, v) in &model {
+            prop_assert_eq!(index.get(k), Some(*v));
+        }
+        Ok(())
+    }
+
+    fn run_op() -> impl Strategy<Value = (bool, u64, u64, u32)> {
+        (
+            any::<bool>(),
+            0u64..3,
+            prop_oneof![0u64..200, 0u64..2_000, Just(u64::MAX - 40)],
+            any::<u32>(),
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn index_r10_runs_cached_and_evicted_together_agree_with_a_map_block_16(ops in prop::collection::vec(run_op(), 1..60)) {
+            runs_agree_with_a_map(16, ops)?;
+        }
+
+        #[test]
+        fn index_r10_runs_cached_and_evicted_together_agree_with_a_map_block_3(ops in prop::collection::vec(run_op(), 1..60)) {
+            runs_agree_with_a_map(3, ops)?;
+        }
+    }
+
     #[test]
     fn index_keeps_one_group_for_a_runs_32_aligned_blocks_and_strays_out_of_step() {
         let mut index = Index::new(16);
         for k in 0..32u64 {
             assert_eq!(
-                index.insert_or_first(key(7, 15 + 16 * k), BlockId(k as u32)),
+                index.insert_or_first(key(7, 15 + 16 * k), CopyRef(k as u32)),
                 None
             );
         }
         // A key out of step with the run's alignment, and one in another group.
-        assert_eq!(index.insert_or_first(key(7, 3), BlockId(100)), None);
+        assert_eq!(index.insert_or_first(key(7, 3), CopyRef(100)), None);
         assert_eq!(
-            index.insert_or_first(key(7, 15 + 16 * 100_000), BlockId(101)),
+            index.insert_or_first(key(7, 15 + 16 * 100_000), CopyRef(101)),
             None
         );
         // The far key is alone in its group: no slots for it.
@@ -633,8 +801,8 @@ mod tests {
         };
         let g = &index.groups[group as usize];
         assert_eq!((g.dense, g.stray), (32, 1));
-        assert_eq!(index.get(&key(7, 3)), Some(BlockId(100)));
-        assert_eq!(index.get(&key(7, 15 + 16 * 100_000)), Some(BlockId(101)));
+        assert_eq!(index.get(&key(7, 3)), Some(CopyRef(100)));
+        assert_eq!(index.get(&key(7, 15 + 16 * 100_000)), Some(CopyRef(101)));
         assert_eq!(index.get(&key(7, 15 + 16 * 32)), None);
         index.check().unwrap();
         // Emptied groups are freed and their slots reused.
@@ -649,8 +817,8 @@ mod tests {
         assert_eq!(index.groups_of.len(), 1);
         assert_eq!(index.free.len(), 1);
         // A new run's second key opens a group: the freed one.
-        assert_eq!(index.insert_or_first(key(8, 0), BlockId(5)), None);
-        assert_eq!(index.insert_or_first(key(8, 16), BlockId(6)), None);
+        assert_eq!(index.insert_or_first(key(8, 0), CopyRef(5)), None);
+        assert_eq!(index.insert_or_first(key(8, 16), CopyRef(6)), None);
         assert_eq!(index.groups.len(), 1);
         assert!(index.free.is_empty());
         index.check().unwrap();
@@ -659,38 +827,38 @@ mod tests {
     #[test]
     fn index_keeps_a_lone_key_out_of_the_groups_until_a_second_comes() {
         let mut index = Index::new(16);
-        assert_eq!(index.insert_or_first(key(4, 15), BlockId(1)), None);
+        assert_eq!(index.insert_or_first(key(4, 15), CopyRef(1)), None);
         assert!(index.groups.is_empty() && index.slots.is_empty());
-        assert_eq!(index.get(&key(4, 15)), Some(BlockId(1)));
+        assert_eq!(index.get(&key(4, 15)), Some(CopyRef(1)));
         assert_eq!(index.get(&key(4, 31)), None);
         assert_eq!(
-            index.insert_or_first(key(4, 15), BlockId(2)),
-            Some(BlockId(1))
+            index.insert_or_first(key(4, 15), CopyRef(2)),
+            Some(CopyRef(1))
         );
         // A later copy takes the first's place, still lone.
         assert_eq!(
-            index.release(key(4, 15), BlockId(2), None),
-            Some(BlockId(1))
+            index.release(key(4, 15), CopyRef(2), None),
+            Some(CopyRef(1))
         );
         assert_eq!(
-            index.release(key(4, 15), BlockId(1), Some(BlockId(2))),
+            index.release(key(4, 15), CopyRef(1), Some(CopyRef(2))),
             None
         );
-        assert_eq!(index.get(&key(4, 15)), Some(BlockId(2)));
+        assert_eq!(index.get(&key(4, 15)), Some(CopyRef(2)));
         index.check().unwrap();
         // A second key of the group, out of step: both move into a group numbered by
         // the lone key, the newcomer stray.
-        assert_eq!(index.insert_or_first(key(4, 3), BlockId(7)), None);
+        assert_eq!(index.insert_or_first(key(4, 3), CopyRef(7)), None);
         assert_eq!(index.groups.len(), 1);
         let g = &index.groups[0];
         assert_eq!((g.phase, g.dense, g.stray), (15, 1, 1));
-        assert_eq!(index.get(&key(4, 15)), Some(BlockId(2)));
-        assert_eq!(index.get(&key(4, 3)), Some(BlockId(7)));
+        assert_eq!(index.get(&key(4, 15)), Some(CopyRef(2)));
+        assert_eq!(index.get(&key(4, 3)), Some(CopyRef(7)));
         assert_eq!(index.len(), 2);
         index.check().unwrap();
         // The last copy of a lone key leaves: nothing is kept of it.
-        assert_eq!(index.insert_or_first(key(5, 0), BlockId(9)), None);
-        assert_eq!(index.release(key(5, 0), BlockId(9), None), None);
+        assert_eq!(index.insert_or_first(key(5, 0), CopyRef(9)), None);
+        assert_eq!(index.release(key(5, 0), CopyRef(9), None), None);
         assert_eq!(index.get(&key(5, 0)), None);
         assert_eq!(index.len(), 2);
         index.check().unwrap();
@@ -711,8 +879,8 @@ mod tests {
             let mut index = Index::new(block);
             // Two keys of one group (a lone key has no slots): block 1 and 2, or,
             // for wider blocks, one in step and one out.
-            index.insert_or_first(key(1, 2 * block - 1), BlockId(0));
-            index.insert_or_first(key(1, (2 * block).saturating_sub(2)), BlockId(1));
+            index.insert_or_first(key(1, 2 * block - 1), CopyRef(0));
+            index.insert_or_first(key(1, (2 * block).saturating_sub(2)), CopyRef(1));
             assert_eq!(index.slots.len(), width, "block {block}");
         }
     }
@@ -721,20 +889,20 @@ mod tests {
     fn index_rephases_an_emptied_group_and_still_finds_its_strays() {
         let mut index = Index::new(16);
         // Dense at phase 15, a stray at phase 3 in the same group.
-        index.insert_or_first(key(7, 15), BlockId(1));
-        index.insert_or_first(key(7, 31), BlockId(2));
-        index.insert_or_first(key(7, 3), BlockId(3));
+        index.insert_or_first(key(7, 15), CopyRef(1));
+        index.insert_or_first(key(7, 31), CopyRef(2));
+        index.insert_or_first(key(7, 3), CopyRef(3));
         index.release(key(7, 15), index.get(&key(7, 15)).unwrap(), None);
         index.release(key(7, 31), index.get(&key(7, 31)).unwrap(), None);
         // The group now numbers its slots by phase 3; the stray stays findable, in
         // one place only.
-        assert_eq!(index.insert_or_first(key(7, 19), BlockId(4)), None);
-        assert_eq!(index.get(&key(7, 3)), Some(BlockId(3)));
+        assert_eq!(index.insert_or_first(key(7, 19), CopyRef(4)), None);
+        assert_eq!(index.get(&key(7, 3)), Some(CopyRef(3)));
         assert_eq!(
-            index.insert_or_first(key(7, 3), BlockId(9)),
-            Some(BlockId(3))
+            index.insert_or_first(key(7, 3), CopyRef(9)),
+            Some(CopyRef(3))
         );
-        assert_eq!(index.get(&key(7, 19)), Some(BlockId(4)));
+        assert_eq!(index.get(&key(7, 19)), Some(CopyRef(4)));
         assert_eq!(index.get(&key(7, 15)), None);
         index.check().unwrap();
         index.release(key(7, 3), index.get(&key(7, 3)).unwrap(), None);

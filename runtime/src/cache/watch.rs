@@ -86,6 +86,11 @@ impl Watch {
         !self.on || self.touched
     }
 
+    /// Whether it is watching (a change needs telling only then).
+    pub(super) fn on(&self) -> bool {
+        self.on
+    }
+
     /// A change to `key`'s presence or holders.
     #[inline]
     pub(super) fn touch(&mut self, key: &BlockKey) {

@@ -9,7 +9,7 @@
 
 use std::collections::hash_map::Entry as MapEntry;
 
-use crate::cache::MAX_CHAIN_BLOCKS;
+use crate::cache::{MAX_CHAIN_BLOCKS, Near};
 use crate::env::Env;
 use crate::error::Error;
 use crate::event::{Event, Notice};
@@ -17,7 +17,7 @@ use crate::queue::Pick;
 use crate::types::{Header, SessionId, Units};
 
 use super::fair::Entering;
-use super::hits::{HitMemo, collect_hits, hit_counts_watched, register_new};
+use super::hits::{HitMemo, hit_counts_watched, hit_keys, register_new};
 use super::holders::{Holder, Links};
 use super::tier::{count_tier_hits, load_work, tier_run};
 use super::{Admission, Enqueued, Hit, Outlook, Pool};
@@ -275,24 +275,25 @@ impl Pool {
         self.store.watch_stop();
         let mut blocks = self.scratch.spare.pop().unwrap_or_default();
         // The same walk as above (nothing changed since), before the header takes
-        // the chosen units: the hit was judged under the header's own limit.
-        collect_hits(&self.store, &w.header, block, &mut blocks);
-        assert_eq!(
-            blocks.len() as u64,
-            hit,
-            "the hit changed within one attempt"
-        );
-        w.header.units = units;
-        // Hit blocks are claimed first, so the evictions below cannot take them.
-        // Each counts one hit (R31), shared or claimed.
-        for &b in &blocks {
-            self.store.count_hit(b);
-            if self.store.refs(b) > 0 {
-                self.store.share(b);
-            } else if let Some(gone) = self.store.claim(b) {
+        // the chosen units: the hit was judged under the header's own limit. Hit
+        // blocks are taken first, so the evictions below cannot take them; each
+        // counts one hit (R31), shared or claimed. A copy is looked up as it is
+        // taken: a claim may move the copies of the keys after it to a new
+        // segment (taking a hit replaces copies in the index, never frees a group,
+        // so the walk's place stays valid).
+        let mut near = Near::default();
+        for key in hit_keys(&w.header, block).take(hit as usize) {
+            let c = self
+                .store
+                .lookup_near(&key, &mut near)
+                .expect("the hit changed within one attempt");
+            let (b, gone) = self.store.take_hit(key, c);
+            blocks.push(b);
+            if let Some(gone) = gone {
                 self.snaps.release(gone.snap, gone.session);
             }
         }
+        w.header.units = units;
         let total = w.header.units.blocks_up(block);
         let physical = total.min(w.header.chain.full_blocks(block));
         self.make_room(total - hit, env);

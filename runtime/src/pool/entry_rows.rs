@@ -113,8 +113,8 @@ impl<E: Env + ?Sized> EntryRows<'_, E> {
         for (i, w) in self.queue.iter_any().enumerate() {
             scratch.hits.clear();
             collect_hits(store, &w.header, self.block, &mut scratch.hits);
-            for &b in &scratch.hits {
-                if let Some(slot) = store.entry_of(b)
+            for &c in &scratch.hits {
+                if let Some(slot) = store.entry_of(c)
                     && scratch.stamps[slot.index()] != i as u64
                 {
                     scratch.stamps[slot.index()] = i as u64;

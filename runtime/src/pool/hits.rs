@@ -4,8 +4,8 @@
 //! (blocks are hittable from allocation). Walks only read the block table; they do
 //! not claim, allocate or evict (`admit.rs` does).
 
-use crate::cache::{Near, Store};
-use crate::types::{BlockId, BlockKey, Header, Units};
+use crate::cache::{CopyRef, Near, Store};
+use crate::types::{BlockKey, Header, Units};
 
 use super::holders::Holder;
 
@@ -97,7 +97,7 @@ fn count_hits(
 }
 
 /// As [`hit_counts`], pushing the hit blocks (earliest registered copies) to `out`.
-pub(super) fn collect_hits(store: &Store, header: &Header, block: u64, out: &mut Vec<BlockId>) {
+pub(super) fn collect_hits(store: &Store, header: &Header, block: u64, out: &mut Vec<CopyRef>) {
     let mut near = Near::default();
     for key in hit_keys(header, block) {
         let Some(b) = store.lookup_near(&key, &mut near) else {

@@ -124,12 +124,7 @@ impl Pool {
                     id: e.id,
                     session: e.session,
                     last: e.last,
-                    keys: self
-                        .store
-                        .entry_blocks(slot)
-                        .into_iter()
-                        .map(|b| self.store.key(b).expect("cached blocks are registered"))
-                        .collect(),
+                    keys: self.store.entry_keys(slot),
                 }
             })
             .collect()

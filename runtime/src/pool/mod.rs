@@ -43,7 +43,7 @@ mod tier;
 
 use std::collections::VecDeque;
 
-use crate::cache::{EntrySlot, Store};
+use crate::cache::{CopyRef, EntrySlot, Store};
 use crate::config::{
     EvictPolicy, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, QueueTie, Requeue, Site,
     SpillPolicy, check_layout, is_fixed,
@@ -164,7 +164,7 @@ struct Scratch {
     counts: Vec<u32>,
     stamps: Vec<u64>,
     /// One waiting hold's hit blocks.
-    hits: Vec<BlockId>,
+    hits: Vec<CopyRef>,
     /// The candidate victims whose rows `rows` holds (R18), in row order.
     victims: Vec<SessionId>,
     /// Released holders' block lists, for the next admissions.

@@ -64,21 +64,11 @@ impl Pool {
     /// units cached.
     pub(super) fn release_blocks<E: Env + ?Sized>(&mut self, mut h: Holder, env: &E) -> Units {
         let full = h.computed / self.block;
-        let mut opened = None;
-        for (k, &b) in h.blocks.iter().enumerate() {
-            if self.store.unref(b) > 0 {
-                continue;
-            }
-            if (k as u64) < full && self.store.key(b).is_some() {
-                let slot = *opened.get_or_insert_with(|| {
-                    let snap = self.snaps.acquire(h.session);
-                    self.store.open_entry(h.session, self.now, snap)
-                });
-                self.store.push_tail(slot, b);
-            } else {
-                self.store.free(b);
-            }
-        }
+        let (session, now, snaps) = (h.session, self.now, &mut self.snaps);
+        let opened = self.store.cache_released(&h.blocks, full, |store| {
+            let snap = snaps.acquire(session);
+            store.open_entry(session, now, snap)
+        });
         self.store.free_anonymous(h.anonymous);
         if self.snaps.on() {
             self.snaps.record(h.session, env);

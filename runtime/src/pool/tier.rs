@@ -107,10 +107,10 @@ pub(super) fn count_tier_hits(
         .skip(from as usize)
         .take(loaded as usize)
     {
-        let b = tier
+        let c = tier
             .lookup_near(&key, &mut near)
             .expect("a loaded block is in the tier (nothing changed since the walk)");
-        tier.count_hit(b);
+        tier.count_hit(key, c);
     }
 }
 
