@@ -19,12 +19,15 @@
 
 mod block;
 mod check;
+mod dups;
 mod entries;
 mod index;
 mod watch;
 
 pub(crate) use block::CopyRef;
 pub(crate) use index::Near;
+
+use index::InsertNear;
 
 use block::{Block, Dup, SegId, Segment, Use};
 use watch::Watch;
@@ -87,7 +90,7 @@ pub(crate) struct Store {
     /// Key → its later copies in registration order, for the keys with more than
     /// one copy present (R7: rare; each such copy is flagged, so that the others
     /// never look here).
-    dups: FxMap<BlockKey, Vec<CopyRef>>,
+    dups: dups::Dups,
     /// R31 counts of cached blocks that a hit took, by segment and key.
     cached_hits: FxMap<(SegId, BlockKey), u32>,
     entries: Vec<Option<Entry>>,
@@ -114,7 +117,7 @@ impl Store {
             segs: Vec::new(),
             free_segs: Vec::new(),
             index: index::Index::new(block),
-            dups: FxMap::default(),
+            dups: dups::Dups::default(),
             cached_hits: FxMap::default(),
             entries: Vec::new(),
             free_entries: Vec::new(),
@@ -157,10 +160,6 @@ impl Store {
     /// Holders of a copy: a cached copy has none.
     pub fn refs(&self, c: CopyRef) -> u32 {
         c.as_held().map_or(0, |b| self.block(b).used.refs())
-    }
-
-    pub fn key(&self, b: BlockId) -> Option<BlockKey> {
-        self.block(b).key()
     }
 
     /// The entry of a cached copy, `None` when held.
@@ -229,15 +228,27 @@ impl Store {
         self.allocated -= n;
     }
 
-    /// Makes a held block hittable under `key`, as the latest copy of that key.
-    #[inline]
-    pub fn register(&mut self, b: BlockId, key: BlockKey) {
+    /// Registers held blocks under their keys, in chain order (R7: blocks are
+    /// hittable from allocation): a holder's new blocks, mostly consecutive keys
+    /// of one run, filed slot after slot.
+    pub fn register_all(&mut self, blocks: &[BlockId], keys: impl Iterator<Item = BlockKey>) {
+        let mut near = InsertNear::default();
+        let mut registered = 0;
+        for (&b, key) in blocks.iter().zip(keys) {
+            self.register_next(b, key, &mut near);
+            registered += 1;
+        }
+        assert_eq!(registered, blocks.len(), "a key for every block registered");
+    }
+
+    #[inline(always)]
+    fn register_next(&mut self, b: BlockId, key: BlockKey, near: &mut InsertNear) {
         debug_assert!(self.block(b).key().is_none(), "block registered twice");
         self.watch.touch(&key);
         let block = self.block_mut(b);
         block.key = key;
         block.used = block.used.with_registered();
-        if let Some(first) = self.index.insert_or_first(key, CopyRef::held(b)) {
+        if let Some(first) = self.index.insert_next(key, CopyRef::held(b), near) {
             self.add_later_copy(key, first, CopyRef::held(b));
             let block = self.block_mut(b);
             block.used = block.used.with_dup(Dup::Yes);
@@ -247,12 +258,8 @@ impl Store {
     /// Files `later` after the key's present copies (the first being `first`).
     #[inline(never)]
     fn add_later_copy(&mut self, key: BlockKey, first: CopyRef, later: CopyRef) {
-        match self.dups.entry(key) {
-            std::collections::hash_map::Entry::Occupied(mut o) => o.get_mut().push(later),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(vec![later]);
-                self.flag(first, Dup::Yes);
-            }
+        if self.dups.push(key, later) {
+            self.flag(first, Dup::Yes);
         }
     }
 
@@ -277,7 +284,7 @@ impl Store {
     /// Whether `key`'s copy in segment `s` has other copies present.
     #[inline]
     fn cached_dup(&self, key: &BlockKey, s: SegId) -> Dup {
-        if self.seg(s).dup_keys > 0 && self.dups.contains_key(key) {
+        if self.seg(s).dup_keys > 0 && self.dups.contains(key) {
             Dup::Yes
         } else {
             Dup::No
@@ -300,25 +307,14 @@ impl Store {
     fn remove_dup(&mut self, key: BlockKey, c: CopyRef) {
         self.flag(c, Dup::No);
         let first = self.index.get(&key).expect("a present key is indexed");
-        let later = self
-            .dups
-            .get_mut(&key)
-            .expect("a flagged copy's key lists its later copies");
         let alone = if first == c {
-            let next = later.remove(0);
-            let left = later.is_empty();
+            let (next, left) = self.dups.pop_front(&key);
             self.index.release(key, c, Some(next));
             left.then_some(next)
         } else {
-            let at = later
-                .iter()
-                .position(|&x| x == c)
-                .expect("a later copy is listed");
-            later.remove(at);
-            later.is_empty().then_some(first)
+            self.dups.remove(&key, c).then_some(first)
         };
         if let Some(only) = alone {
-            self.dups.remove(&key);
             self.flag(only, Dup::No);
         }
     }
@@ -330,12 +326,7 @@ impl Store {
         let first = self.index.release(key, from, Some(to));
         if let Some(first) = first {
             debug_assert!(dup == Dup::Yes && first != from);
-            let later = self.dups.get_mut(&key).expect("a later copy is listed");
-            let at = later
-                .iter()
-                .position(|&x| x == from)
-                .expect("a later copy is listed");
-            later[at] = to;
+            self.dups.replace(&key, from, to);
         }
     }
 
@@ -545,10 +536,11 @@ impl Store {
         slot
     }
 
-    /// Moves a registered block nobody holds to the head of an entry (a tier receives
-    /// an entry's blocks tail first, R10, so each arrives ahead of the previous).
-    pub fn push_head(&mut self, slot: EntrySlot, b: BlockId) {
-        let key = self.key(b).expect("cached blocks are registered");
+    /// A block written into this pool (R12's tier side) joins the head of an entry
+    /// as the latest copy of `key`: what `alloc`, `register`, `unref` and
+    /// `push_head` would make of it, without a held record in between.
+    pub fn store_at_head(&mut self, slot: EntrySlot, key: BlockKey) {
+        self.watch.touch(&key);
         let head = self.entry(slot).head;
         let s = if head != SegId::NIL && self.seg(head).follows(&key, self.block) {
             let seg = self.seg_mut(head);
@@ -558,9 +550,12 @@ impl Store {
         } else {
             self.new_seg_at_head(slot, key)
         };
-        let mut near = usize::MAX;
-        self.cache_into(s, b, key, &mut near);
+        if let Some(first) = self.index.insert_or_first(key, CopyRef::cached(s)) {
+            self.add_later_copy(key, first, CopyRef::cached(s));
+            self.seg_mut(s).dup_keys += 1;
+        }
         self.entry_mut(slot).blocks += 1;
+        self.cached += 1;
     }
 
     /// The key at `s`'s position `at` leaves the index (with its hit count): an
@@ -585,8 +580,11 @@ impl Store {
             seg.key_at(seg.count - 1, self.block)
         };
         self.drop_cached_key(t, key);
-        let count = self.seg(t).count;
-        self.cut(t, count - 1);
+        let seg = self.seg_mut(t);
+        seg.count -= 1;
+        if seg.count == 0 {
+            self.unlink_seg(t);
+        }
         self.cached -= 1;
         (key, self.took(slot, 1))
     }

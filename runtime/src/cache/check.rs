@@ -139,19 +139,20 @@ impl Store {
             firsts.insert(key, first);
         }
         let mut dup_keys: BTreeMap<u32, u32> = BTreeMap::new();
-        for (key, later) in &self.dups {
+        for (key, later) in self.dups.iter() {
+            let key = &key;
             let Some(&first) = firsts.get(key) else {
                 return Err(format!("key {key} lists later copies but no first"));
             };
             if later.is_empty() {
                 return Err(format!("key {key} lists no later copy"));
             }
-            for &c in std::iter::once(&first).chain(later) {
+            for &c in std::iter::once(&first).chain(&later) {
                 if let Some(s) = c.as_cached() {
                     *dup_keys.entry(s.0).or_default() += 1;
                 }
             }
-            for &c in later {
+            for &c in &later {
                 if !present.contains(&(*key, c.0)) || !seen.insert((*key, c.0)) {
                     return Err(format!("key {key} lists a later copy twice or absent"));
                 }
@@ -166,7 +167,7 @@ impl Store {
         }
         for block in &self.blocks {
             if let Some(key) = block.key()
-                && block.used.dup() != self.dups.contains_key(&key)
+                && block.used.dup() != self.dups.contains(&key)
             {
                 return Err(format!("a held copy of {key} is marked wrongly"));
             }

@@ -33,16 +33,7 @@ pub(super) fn register_new(store: &mut Store, h: &mut Holder, block: u64) {
         .blocks
         .get(h.keyed as usize..upto as usize)
         .expect("a holder has a physical block for each full block of known content");
-    let mut registered = 0;
-    for (&b, key) in new.iter().zip(keys) {
-        store.register(b, key);
-        registered += 1;
-    }
-    debug_assert_eq!(
-        registered,
-        new.len(),
-        "every full block inside the chain has a key"
-    );
+    store.register_all(new, keys);
     h.keyed = upto;
 }
 

@@ -66,10 +66,7 @@ impl Pool {
             }
             None => self.store.open_entry_sorted(session, last, snap),
         };
-        let b = self.store.alloc();
-        self.store.register(b, key);
-        self.store.unref(b);
-        self.store.push_head(slot, b);
+        self.store.store_at_head(slot, key);
         let entry = self.store.entry(slot).id;
         let units = Units(self.block);
         self.record(Event::Store {
