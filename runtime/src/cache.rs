@@ -72,10 +72,19 @@ pub(crate) struct Entry {
     newer: EntrySlot,
 }
 
+/// Whether a pool's keys read R31's hit counts: a pool whose `evict by` and spill
+/// rows read no `hits` keeps none (counting them would only cost).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HitCounts {
+    Kept,
+    Unread,
+}
+
 /// Blocks, identities and entries of one pool member.
 #[derive(Debug)]
 pub(crate) struct Store {
     block: u64,
+    hit_counts: HitCounts,
     /// Held blocks (and free records to reuse).
     blocks: Vec<Block>,
     /// By held block: admissions whose hit took it since it was allocated (R31),
@@ -108,9 +117,10 @@ pub(crate) struct Store {
 
 impl Store {
     /// An empty store for a pool of `block` units a block.
-    pub fn new(block: u64) -> Store {
+    pub fn new(block: u64, hit_counts: HitCounts) -> Store {
         Store {
             block: block.max(1),
+            hit_counts,
             blocks: Vec::new(),
             hits: Vec::new(),
             free_blocks: Vec::new(),
@@ -370,6 +380,9 @@ impl Store {
     }
 
     fn count_held_hit(&mut self, b: BlockId) {
+        if self.hit_counts == HitCounts::Unread {
+            return;
+        }
         let hits = &mut self.hits[b.0 as usize];
         *hits = hits.saturating_add(1);
         let block = self.block_mut(b);
@@ -379,6 +392,9 @@ impl Store {
     /// One more admission whose hit took a copy (R31): counted whether it was shared
     /// or claimed, kept while the block is held or cached, lost when it is freed.
     pub fn count_hit(&mut self, key: BlockKey, c: CopyRef) {
+        if self.hit_counts == HitCounts::Unread {
+            return;
+        }
         match (c.as_held(), c.as_cached()) {
             (Some(b), _) => self.count_held_hit(b),
             (None, Some(s)) => {

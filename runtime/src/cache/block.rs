@@ -172,7 +172,7 @@ impl Segment {
     pub(super) fn position(&self, key: &BlockKey, block: u64) -> u32 {
         debug_assert!(key.run == self.run && key.offset >= self.first);
         let i = (key.offset - self.first) / block;
-        debug_assert!(i < u64::from(self.count) && (key.offset - self.first) % block == 0);
+        debug_assert!(i < u64::from(self.count) && (key.offset - self.first).is_multiple_of(block));
         i as u32
     }
 

@@ -43,7 +43,7 @@ mod tier;
 
 use std::collections::VecDeque;
 
-use crate::cache::{CopyRef, EntrySlot, Store};
+use crate::cache::{CopyRef, EntrySlot, HitCounts, Store};
 use crate::config::{
     EvictPolicy, PoolConfig, PoolRef, Preempt, QueueIndex, QueuePolicy, QueueTie, Requeue, Site,
     SpillPolicy, check_layout, is_fixed,
@@ -237,6 +237,15 @@ impl Pool {
             }
             _ => Queue::default(),
         };
+        let hit_counts = if entry_layouts.iter().any(|l| {
+            l.row
+                .iter()
+                .any(|i| matches!(i, crate::config::Input::Hits))
+        }) {
+            HitCounts::Kept
+        } else {
+            HitCounts::Unread
+        };
         Ok(Pool {
             me: config.me,
             cap: config.cap,
@@ -253,7 +262,7 @@ impl Pool {
             queue_policy: config.queue,
             queue_tie: config.queue_tie,
             spill: config.spill,
-            store: Store::new(block),
+            store: Store::new(block, hit_counts),
             holders: Holders::default(),
             queue,
             waiting: FxMap::default(),

@@ -98,8 +98,8 @@ fn runs_agree_with_a_map(block: u64, ops: Vec<(bool, u64, u64, u32)>) -> Result<
                 let v = CopyRef(fresh);
                 fresh += 1;
                 prop_assert_eq!(index.insert_or_first(k, v), model.get(&k).copied());
-                if !model.contains_key(&k) {
-                    model.insert(k, v);
+                if let std::collections::btree_map::Entry::Vacant(e) = model.entry(k) {
+                    e.insert(v);
                     new.push((k, v));
                 }
             }
