@@ -1,14 +1,15 @@
-//! The block table of one pool member: held blocks with their holders' reference
-//! counts, cached content as entries of *segments* (consecutive blocks of one run, a
-//! count instead of a record per block: issue #35 item 1), the identity index
-//! (earliest registered copy of each key, R7, with later copies in `dups`), and the
-//! cache's entries (R3) with tail-first removal (R10) and removal of any block by a
-//! hit (R11). It counts allocated and cached blocks. It does not choose which entry
-//! to evict, decide fits or know about holds and queues: `pool/` does.
+//! The block table of one pool member: blocks with their holders' reference counts,
+//! cached content as entries of *segments* (consecutive blocks of one run, in chain
+//! order, with no links per block: issue #35 item 1), the identity index (earliest
+//! registered copy of each key, R7, with later copies in `dups`), and the cache's
+//! entries (R3) with tail-first removal (R10, a count off the tail segment) and
+//! removal of any block by a hit (R11). It counts allocated and cached blocks. It
+//! does not choose which entry to evict, decide fits or know about holds and queues:
+//! `pool/` does.
 //!
-//! Block ids are not observable (reports and logs name keys, entries and counts), so
-//! a cached block keeps no id: a hit that claims one gets a fresh held block with
-//! the same key, in the same place among the key's copies.
+//! A block keeps its id and record from allocation until it is freed or evicted, so
+//! that caching a block and claiming it back change its record and its segment, not
+//! the index.
 
 // Indexing here is by the engine's own slab slots, block ids and loop counters over
 // its own scratch buffers, each made by the structure it indexes: an index out of
@@ -32,7 +33,6 @@ use index::InsertNear;
 use block::{Block, Dup, SegId, Segment, Use};
 use watch::Watch;
 
-use crate::hash::FxMap;
 use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
 
 /// How many physical blocks one chain's known content may need: block ids are
@@ -85,10 +85,10 @@ pub(crate) enum HitCounts {
 pub(crate) struct Store {
     block: u64,
     hit_counts: HitCounts,
-    /// Held blocks (and free records to reuse).
+    /// Blocks held or cached (and free records to reuse).
     blocks: Vec<Block>,
-    /// By held block: admissions whose hit took it since it was allocated (R31),
-    /// read and cleared only for a block whose [`Use`] says a hit took it.
+    /// By block: admissions whose hit took it since it was allocated (R31), read
+    /// and cleared only for a block whose [`Use`] says a hit took it.
     hits: Vec<u32>,
     free_blocks: Vec<BlockId>,
     segs: Vec<Segment>,
@@ -100,8 +100,6 @@ pub(crate) struct Store {
     /// one copy present (R7: rare; each such copy is flagged, so that the others
     /// never look here).
     dups: dups::Dups,
-    /// R31 counts of cached blocks that a hit took, by segment and key.
-    cached_hits: FxMap<(SegId, BlockKey), u32>,
     entries: Vec<Option<Entry>>,
     free_entries: Vec<EntrySlot>,
     /// Live entries in release order (lru order and the tie rule), as a list
@@ -128,7 +126,6 @@ impl Store {
             free_segs: Vec::new(),
             index: index::Index::new(block),
             dups: dups::Dups::default(),
-            cached_hits: FxMap::default(),
             entries: Vec::new(),
             free_entries: Vec::new(),
             oldest: EntrySlot::NIL,
@@ -169,12 +166,12 @@ impl Store {
 
     /// Holders of a copy: a cached copy has none.
     pub fn refs(&self, c: CopyRef) -> u32 {
-        c.as_held().map_or(0, |b| self.block(b).used.refs())
+        self.block(c.block()).used.refs()
     }
 
     /// The entry of a cached copy, `None` when held.
     pub fn entry_of(&self, c: CopyRef) -> Option<EntrySlot> {
-        c.as_cached().map(|s| self.seg(s).entry)
+        self.block(c.block()).used.cached().map(|s| self.seg(s).entry)
     }
 
     /// The earliest registered copy still present with this key.
@@ -215,9 +212,9 @@ impl Store {
             None => {
                 let b = u32::try_from(self.blocks.len())
                     .ok()
-                    .filter(|&b| b < CopyRef::LIMIT)
+                    .filter(|&b| b < u32::MAX)
                     .map(BlockId)
-                    .expect("more than 2^31 - 1 held blocks in one pool");
+                    .expect("more than 2^32 - 1 blocks in one pool");
                 self.blocks.push(Block::free());
                 self.hits.push(0);
                 b
@@ -258,64 +255,49 @@ impl Store {
         let block = self.block_mut(b);
         block.key = key;
         block.used = block.used.with_registered();
-        if let Some(first) = self.index.insert_next(key, CopyRef::held(b), near) {
-            self.add_later_copy(key, first, CopyRef::held(b));
-            let block = self.block_mut(b);
-            block.used = block.used.with_dup(Dup::Yes);
+        if let Some(first) = self.index.insert_next(key, CopyRef::of(b), near) {
+            self.add_later_copy(key, first, b);
         }
     }
 
-    /// Files `later` after the key's present copies (the first being `first`).
+    /// Files block `later` after the key's present copies (the first being `first`).
     #[inline(never)]
-    fn add_later_copy(&mut self, key: BlockKey, first: CopyRef, later: CopyRef) {
-        if self.dups.push(key, later) {
-            self.flag(first, Dup::Yes);
+    fn add_later_copy(&mut self, key: BlockKey, first: CopyRef, later: BlockId) {
+        if self.dups.push(key, CopyRef::of(later)) {
+            self.flag(first.block(), Dup::Yes);
         }
+        self.flag(later, Dup::Yes);
     }
 
-    /// Sets or clears the mark that a copy's key has other copies present.
-    fn flag(&mut self, c: CopyRef, dup: Dup) {
-        match (c.as_held(), c.as_cached()) {
-            (Some(b), _) => {
-                let block = self.block_mut(b);
-                block.used = block.used.with_dup(dup);
+    /// Sets or clears the mark that a block's key has other copies present (a
+    /// cached block's segment counts its marked blocks).
+    fn flag(&mut self, b: BlockId, dup: Dup) {
+        let block = self.block_mut(b);
+        let was = block.used.dup();
+        block.used = block.used.with_dup(dup);
+        if let Some(s) = block.used.cached() {
+            match (was, dup) {
+                (false, Dup::Yes) => self.seg_mut(s).dup_keys += 1,
+                (true, Dup::No) => self.seg_mut(s).dup_keys -= 1,
+                _ => {}
             }
-            (None, Some(s)) => {
-                let seg = self.seg_mut(s);
-                match dup {
-                    Dup::Yes => seg.dup_keys += 1,
-                    Dup::No => seg.dup_keys -= 1,
-                }
-            }
-            (None, None) => unreachable!("a copy is held or cached"),
-        }
-    }
-
-    /// Whether `key`'s copy in segment `s` has other copies present.
-    #[inline]
-    fn cached_dup(&self, key: &BlockKey, s: SegId) -> Dup {
-        if self.seg(s).dup_keys > 0 && self.dups.contains(key) {
-            Dup::Yes
-        } else {
-            Dup::No
         }
     }
 
     /// A copy of `key` leaves: the next copy, if any, takes its place as the first.
     #[inline(always)]
-    fn remove_copy(&mut self, key: BlockKey, c: CopyRef, dup: Dup) {
-        match dup {
-            Dup::No => {
-                let first = self.index.release(key, c, None);
-                debug_assert!(first.is_none(), "a key's only copy is its first");
-            }
-            Dup::Yes => self.remove_dup(key, c),
+    fn remove_copy(&mut self, key: BlockKey, b: BlockId) {
+        if self.block(b).used.dup() {
+            self.remove_dup(key, CopyRef::of(b));
+        } else {
+            let first = self.index.release(key, CopyRef::of(b), None);
+            debug_assert!(first.is_none(), "a key's only copy is its first");
         }
     }
 
     #[inline(never)]
     fn remove_dup(&mut self, key: BlockKey, c: CopyRef) {
-        self.flag(c, Dup::No);
+        self.flag(c.block(), Dup::No);
         let first = self.index.get(&key).expect("a present key is indexed");
         let alone = if first == c {
             let (next, left) = self.dups.pop_front(&key);
@@ -325,34 +307,18 @@ impl Store {
             self.dups.remove(&key, c).then_some(first)
         };
         if let Some(only) = alone {
-            self.flag(only, Dup::No);
+            self.flag(only.block(), Dup::No);
         }
     }
 
-    /// A copy of `key` changes where it lives (`from` to `to`), keeping its place
-    /// among the key's copies. The flags are the caller's.
-    #[inline(always)]
-    fn move_copy(&mut self, key: BlockKey, from: CopyRef, to: CopyRef, dup: Dup) {
-        let first = self.index.release(key, from, Some(to));
-        if let Some(first) = first {
-            debug_assert!(dup == Dup::Yes && first != from);
-            self.dups.replace(&key, from, to);
-        }
-    }
-
-    /// Unregisters a held block (any of its key's copies).
+    /// Unregisters a held or cached block (any of its key's copies).
     #[inline(always)]
     fn unregister(&mut self, b: BlockId) {
         let Some(key) = self.block(b).key() else {
             return;
         };
         self.watch.touch(&key);
-        let dup = if self.block(b).used.dup() {
-            Dup::Yes
-        } else {
-            Dup::No
-        };
-        self.remove_copy(key, CopyRef::held(b), dup);
+        self.remove_copy(key, b);
     }
 
     /// One more holder of a held block (R7 sharing).
@@ -363,49 +329,46 @@ impl Store {
     }
 
     /// Takes a hit's block (R7, R11): a held copy is shared, a cached one claimed
-    /// (it leaves its entry and is held once, as a fresh block). Either way one hit
-    /// is counted on it (R31). Returns the held block and the entry when it
-    /// disappeared with the claimed block.
-    pub fn take_hit(&mut self, key: BlockKey, c: CopyRef) -> (BlockId, Option<Entry>) {
-        let (b, gone) = match (c.as_held(), c.as_cached()) {
-            (Some(b), _) => {
+    /// (it leaves its entry and is held once). Either way one hit is counted on it
+    /// (R31). Returns the held block and the entry when it disappeared with the
+    /// claimed block.
+    pub fn take_hit(&mut self, c: CopyRef) -> (BlockId, Option<Entry>) {
+        let b = c.block();
+        let gone = match self.block(b).used.cached() {
+            None => {
                 self.share(b);
-                (b, None)
+                None
             }
-            (None, Some(s)) => self.claim(key, s),
-            (None, None) => unreachable!("a copy is held or cached"),
+            Some(s) => self.claim(b, s),
         };
-        self.count_held_hit(b);
+        self.count_hit(c);
         (b, gone)
     }
 
-    fn count_held_hit(&mut self, b: BlockId) {
+    /// One more admission whose hit took a copy (R31): counted whether it was shared
+    /// or claimed, kept while the block is held or cached, lost when it is freed.
+    pub fn count_hit(&mut self, c: CopyRef) {
         if self.hit_counts == HitCounts::Unread {
             return;
         }
+        let b = c.block();
         let hits = &mut self.hits[b.0 as usize];
         *hits = hits.saturating_add(1);
         let block = self.block_mut(b);
         block.used = block.used.with_hit();
     }
 
-    /// One more admission whose hit took a copy (R31): counted whether it was shared
-    /// or claimed, kept while the block is held or cached, lost when it is freed.
-    pub fn count_hit(&mut self, key: BlockKey, c: CopyRef) {
-        if self.hit_counts == HitCounts::Unread {
-            return;
+    /// The block of segment `s` with key `key` (it holds one).
+    fn block_in(&self, key: &BlockKey, s: SegId) -> BlockId {
+        let first = self.index.get(key).expect("a cached key is indexed").block();
+        if self.block(first).used.cached() == Some(s) {
+            return first;
         }
-        match (c.as_held(), c.as_cached()) {
-            (Some(b), _) => self.count_held_hit(b),
-            (None, Some(s)) => {
-                let n = self.cached_hits.entry((s, key)).or_insert(0);
-                if *n == 0 {
-                    self.segs[s.0 as usize].hit_keys += 1;
-                }
-                *n = n.saturating_add(1);
-            }
-            (None, None) => unreachable!("a copy is held or cached"),
-        }
+        self.dups
+            .copies(key)
+            .map(CopyRef::block)
+            .find(|&b| self.block(b).used.cached() == Some(s))
+            .expect("a segment's key has a copy in it")
     }
 
     /// R31 `hits`: the count of the entry's tail block, the block an Evict moment
@@ -413,40 +376,30 @@ impl Store {
     pub fn tail_hits(&self, slot: EntrySlot) -> u32 {
         let t = self.entry(slot).tail;
         let seg = self.seg(t);
-        if seg.hit_keys == 0 {
-            return 0;
+        let b = self.block_in(&seg.key_at(seg.count - 1, self.block), t);
+        if self.block(b).used.hit() {
+            self.hits[b.0 as usize]
+        } else {
+            0
         }
-        let key = seg.key_at(seg.count - 1, self.block);
-        self.cached_hits.get(&(t, key)).copied().unwrap_or(0)
     }
 
-    /// A cached copy taken by a hit (R11): it leaves its entry and is held once, as
-    /// a fresh block in the copy's place among the key's copies. Returns the block
-    /// and the entry when it disappeared with it.
-    fn claim(&mut self, key: BlockKey, s: SegId) -> (BlockId, Option<Entry>) {
+    /// A cached block taken by a hit (R11): it leaves its segment and entry and is
+    /// held once. Returns the entry when it disappeared with it.
+    fn claim(&mut self, b: BlockId, s: SegId) -> Option<Entry> {
+        let key = self.block(b).key;
         self.watch.touch(&key);
-        let dup = self.cached_dup(&key, s);
-        let b = self.alloc();
-        let block = self.block_mut(b);
-        block.key = key;
-        block.used = block.used.with_registered().with_dup(dup);
-        self.move_copy(key, CopyRef::cached(s), CopyRef::held(b), dup);
-        if dup == Dup::Yes {
+        if self.block(b).used.dup() {
             self.seg_mut(s).dup_keys -= 1;
         }
-        if self.seg(s).hit_keys > 0
-            && let Some(n) = self.cached_hits.remove(&(s, key))
-        {
-            self.seg_mut(s).hit_keys -= 1;
-            self.hits[b.0 as usize] = n;
-            let block = self.block_mut(b);
-            block.used = block.used.with_hit();
-        }
+        let block = self.block_mut(b);
+        block.used = block.used.with_refs(1);
         let slot = self.seg(s).entry;
         let at = self.seg(s).position(&key, self.block);
         self.cut(s, at);
         self.cached -= 1;
-        (b, self.took(slot, 1))
+        self.allocated += 1;
+        self.took(slot, 1)
     }
 
     /// Drops one holder; returns the holders left.
@@ -471,53 +424,17 @@ impl Store {
     pub fn free(&mut self, b: BlockId) {
         debug_assert_eq!(self.block(b).used.refs(), 0);
         self.unregister(b);
-        self.recycle(b);
+        recycle(&mut self.blocks, &mut self.hits, &mut self.free_blocks, b);
         self.allocated -= 1;
-    }
-
-    /// Clears a held block's record (and its hit count) for reuse. Every way a held
-    /// block's record ends (`free`, and becoming cached) ends here.
-    #[inline(always)]
-    fn recycle(&mut self, b: BlockId) {
-        if self.block(b).used.hit() {
-            self.hits[b.0 as usize] = 0;
-        }
-        // The key is read only while the record says it is registered.
-        self.block_mut(b).used = Use::FREE;
-        self.free_blocks.push(b);
-    }
-
-    /// A registered held block nobody holds becomes cached in segment `s` (its
-    /// segment is the caller's): its copy moves there, its hit count with it.
-    #[inline(always)]
-    fn cache_into(&mut self, s: SegId, b: BlockId, key: BlockKey, near: &mut usize) {
-        let used = self.block(b).used;
-        debug_assert_eq!(used.refs(), 0);
-        if used.dup() {
-            self.move_copy(key, CopyRef::held(b), CopyRef::cached(s), Dup::Yes);
-            self.seg_mut(s).dup_keys += 1;
-        } else {
-            let first = self
-                .index
-                .replace_next(key, CopyRef::held(b), CopyRef::cached(s), near);
-            debug_assert!(first.is_none(), "a key's only copy is its first");
-        }
-        if used.hit() {
-            let n = self.hits[b.0 as usize];
-            self.cached_hits.insert((s, key), n);
-            self.seg_mut(s).hit_keys += 1;
-        }
-        self.recycle(b);
-        self.allocated -= 1;
-        self.cached += 1;
     }
 
     /// R14 for a released holder's blocks, chain order: each loses this holder;
     /// those nobody else holds are cached at the tail of one entry when among the
     /// first `full` and registered, else freed. `open` opens the entry, at the first
     /// block cached (a release that caches nothing opens none); returns it.
-    /// One pass, the current segment kept at hand: a holder's blocks are mostly
-    /// consecutive blocks of a few runs (issue #35 item 1).
+    /// One pass, the tail segment kept at hand: a holder's blocks are mostly
+    /// consecutive blocks of a few runs (issue #35 item 1). Caching changes the
+    /// block's record and its segment, not the index.
     pub fn cache_released(
         &mut self,
         blocks: &[BlockId],
@@ -528,7 +445,6 @@ impl Store {
         // The entry's tail segment while this release appends to it.
         let mut tail = SegId::NIL;
         let mut added = 0;
-        let mut near = usize::MAX;
         for (k, &b) in blocks.iter().enumerate() {
             if self.unref(b) > 0 {
                 continue;
@@ -543,18 +459,23 @@ impl Store {
             } else {
                 tail = self.new_seg_at_tail(slot, key);
             }
-            self.cache_into(tail, b, key, &mut near);
+            let block = self.block_mut(b);
+            block.used = block.used.with_seg(tail);
+            if block.used.dup() {
+                self.seg_mut(tail).dup_keys += 1;
+            }
             added += 1;
         }
         if let Some(slot) = slot {
             self.entry_mut(slot).blocks += added;
+            self.allocated -= added;
+            self.cached += added;
         }
         slot
     }
 
     /// A block written into this pool (R12's tier side) joins the head of an entry
-    /// as the latest copy of `key`: what `alloc`, `register`, `unref` and
-    /// `push_head` would make of it, without a held record in between.
+    /// as the latest copy of `key`.
     pub fn store_at_head(&mut self, slot: EntrySlot, key: BlockKey) {
         self.watch.touch(&key);
         let head = self.entry(slot).head;
@@ -566,24 +487,16 @@ impl Store {
         } else {
             self.new_seg_at_head(slot, key)
         };
-        if let Some(first) = self.index.insert_or_first(key, CopyRef::cached(s)) {
-            self.add_later_copy(key, first, CopyRef::cached(s));
-            self.seg_mut(s).dup_keys += 1;
+        let b = self.alloc();
+        self.allocated -= 1;
+        let block = self.block_mut(b);
+        block.key = key;
+        block.used = Use::FREE.with_registered().with_seg(s);
+        if let Some(first) = self.index.insert_or_first(key, CopyRef::of(b)) {
+            self.add_later_copy(key, first, b);
         }
         self.entry_mut(slot).blocks += 1;
         self.cached += 1;
-    }
-
-    /// The key at `s`'s position `at` leaves the index (with its hit count): an
-    /// evicted block.
-    #[inline(always)]
-    fn drop_cached_key(&mut self, s: SegId, key: BlockKey) {
-        self.watch.touch(&key);
-        let dup = self.cached_dup(&key, s);
-        self.remove_copy(key, CopyRef::cached(s), dup);
-        if self.seg(s).hit_keys > 0 && self.cached_hits.remove(&(s, key)).is_some() {
-            self.seg_mut(s).hit_keys -= 1;
-        }
     }
 
     /// Evicts the tail block of an entry (R10): it is unregistered and freed.
@@ -595,7 +508,7 @@ impl Store {
             let seg = self.seg(t);
             seg.key_at(seg.count - 1, self.block)
         };
-        self.drop_cached_key(t, key);
+        self.evict_key(t, key);
         let seg = self.seg_mut(t);
         seg.count -= 1;
         if seg.count == 0 {
@@ -603,6 +516,15 @@ impl Store {
         }
         self.cached -= 1;
         (key, self.took(slot, 1))
+    }
+
+    /// The block of segment `s` with key `key` leaves the index and is freed (its
+    /// segment's count is the caller's).
+    fn evict_key(&mut self, s: SegId, key: BlockKey) {
+        let b = self.block_in(&key, s);
+        // Its mark, if any, leaves its segment's count as the copy goes.
+        self.unregister(b);
+        recycle(&mut self.blocks, &mut self.hits, &mut self.free_blocks, b);
     }
 
     /// Evicts the `n` tail blocks of an entry at once (R10's order: each is the tail
@@ -618,19 +540,22 @@ impl Store {
             let t = self.entry(slot).tail;
             let (count, plain) = {
                 let seg = self.seg(t);
-                (seg.count, seg.dup_keys == 0 && seg.hit_keys == 0)
+                (seg.count, seg.dup_keys == 0)
             };
             let take = u32::try_from(left.min(u64::from(count))).expect("within a segment");
             if plain && !self.watch.on() {
-                // The usual case: each key its only copy, no hit counted, no walk
-                // watching: the keys leave the index together.
+                // The usual case: each key its only copy and no walk watching: the
+                // keys leave the index together, their blocks with them.
                 let last = self.seg(t).key_at(count - 1, self.block);
+                let (blocks, hits, free) = (&mut self.blocks, &mut self.hits, &mut self.free_blocks);
                 self.index
-                    .remove_only_copies(last.run, last.offset, take, CopyRef::cached(t));
+                    .remove_only_copies(last.run, last.offset, take, |c| {
+                        recycle(blocks, hits, free, c.block());
+                    });
             } else {
                 for at in (count - take..count).rev() {
                     let key = self.seg(t).key_at(at, self.block);
-                    self.drop_cached_key(t, key);
+                    self.evict_key(t, key);
                 }
             }
             self.seg_mut(t).count -= take;
@@ -643,9 +568,9 @@ impl Store {
         self.took(slot, n)
     }
 
-    /// Takes position `at` out of segment `s` (a claimed or evicted block whose key
-    /// has already left): the segment shrinks at an end, or splits in two, the keys
-    /// after `at` moving to a new segment; a segment left empty goes.
+    /// Takes position `at` out of segment `s` (a claimed block): the segment
+    /// shrinks at an end, or splits in two, the blocks after `at` moving to a new
+    /// segment; a segment left empty goes.
     fn cut(&mut self, s: SegId, at: u32) {
         let block = self.block;
         let count = self.seg(s).count;
@@ -660,18 +585,12 @@ impl Store {
             self.seg_mut(s).count = at;
             for i in 0..self.seg(after).count {
                 let key = self.seg(after).key_at(i, block);
-                let dup = self.cached_dup(&key, s);
-                self.move_copy(key, CopyRef::cached(s), CopyRef::cached(after), dup);
-                if dup == Dup::Yes {
+                let b = self.block_in(&key, s);
+                let used = self.block(b).used.with_seg(after);
+                self.block_mut(b).used = used;
+                if used.dup() {
                     self.seg_mut(s).dup_keys -= 1;
                     self.seg_mut(after).dup_keys += 1;
-                }
-                if self.seg(s).hit_keys > 0
-                    && let Some(n) = self.cached_hits.remove(&(s, key))
-                {
-                    self.cached_hits.insert((after, key), n);
-                    self.seg_mut(s).hit_keys -= 1;
-                    self.seg_mut(after).hit_keys += 1;
                 }
             }
             return;
@@ -682,13 +601,27 @@ impl Store {
     }
 }
 
+/// Makes a block nobody holds or caches reusable: its record and hit count
+/// cleared (the key is read only while the record says it is registered), its id
+/// on the free list. Every way a block ends (`free`, eviction) ends here; a free
+/// function so that a loop over the index may call it beside the index's borrow.
+#[inline(always)]
+fn recycle(blocks: &mut [Block], hits: &mut [u32], free: &mut Vec<BlockId>, b: BlockId) {
+    let block = &mut blocks[b.0 as usize];
+    if block.used.hit() {
+        hits[b.0 as usize] = 0;
+    }
+    block.used = Use::FREE;
+    free.push(b);
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_held_block_record_is_24_bytes_and_a_cached_block_has_none() {
+    fn a_block_record_is_24_bytes_and_a_segment_36() {
         // The block table is the replay's largest structure per replica, touched at
-        // random: only held blocks keep a record; cached content is segments, a
-        // count per run of blocks (docs/PERFORMANCE.md, #35 item 1).
+        // random: a record has no links, an entry's order being its segments'
+        // (docs/PERFORMANCE.md, #35 item 1).
         assert_eq!(std::mem::size_of::<super::Block>(), 24);
         assert_eq!(std::mem::size_of::<super::Segment>(), 40);
     }

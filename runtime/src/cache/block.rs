@@ -1,8 +1,8 @@
-//! The records of the block table: a held block's record (its key while registered,
-//! its holders, whether a hit took it and whether its key has other copies), a
-//! cached *segment* (consecutive blocks of one run in one entry, a count instead of
-//! a record per block: issue #35 item 1), and the reference to one copy of a key
-//! that the identity index files ([`CopyRef`]: a held block or a cached segment).
+//! The records of the block table: a block's record (its key while registered, its
+//! holders or its segment, whether a hit took it and whether its key has other
+//! copies), a cached *segment* (consecutive blocks of one run in one entry: an
+//! entry's order is its segments', with no links per block, issue #35 item 1), and
+//! the reference to one copy of a key that the identity index files ([`CopyRef`]).
 //! `cache.rs` owns every record and all that changes them; this file only says how
 //! they are laid out and read.
 
@@ -10,36 +10,19 @@ use crate::types::{BlockId, BlockKey, RunId};
 
 use super::EntrySlot;
 
-/// One present copy of a key (R7): a held block, or the key's place in a cached
-/// segment (a segment holds each key at most once: its keys are consecutive blocks
-/// of one run). Held block ids and segment ids stay below 2^31 - 1.
+/// One present copy of a key (R7), as the identity index files it: the block's id,
+/// held or cached (a cached block keeps its id and record; only its place in an
+/// entry is its segment's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct CopyRef(pub(super) u32);
 
 impl CopyRef {
-    const CACHED: u32 = 1 << 31;
-    /// The largest held block or segment id, plus one (the index keeps `u32::MAX`
-    /// for "no copy").
-    pub(super) const LIMIT: u32 = CopyRef::CACHED - 1;
-
-    pub(super) fn held(b: BlockId) -> CopyRef {
-        debug_assert!(b.0 < CopyRef::LIMIT);
+    pub(super) fn of(b: BlockId) -> CopyRef {
         CopyRef(b.0)
     }
 
-    pub(super) fn cached(s: SegId) -> CopyRef {
-        debug_assert!(s.0 < CopyRef::LIMIT);
-        CopyRef(CopyRef::CACHED | s.0)
-    }
-
-    /// The held block, when this copy is held.
-    pub(super) fn as_held(self) -> Option<BlockId> {
-        (self.0 & CopyRef::CACHED == 0).then_some(BlockId(self.0))
-    }
-
-    /// The segment, when this copy is cached.
-    pub(super) fn as_cached(self) -> Option<SegId> {
-        (self.0 & CopyRef::CACHED != 0).then_some(SegId(self.0 & !CopyRef::CACHED))
+    pub(super) fn block(self) -> BlockId {
+        BlockId(self.0)
     }
 }
 
@@ -52,7 +35,7 @@ impl SegId {
     pub(super) const NIL: SegId = SegId(u32::MAX);
 }
 
-/// A held block's holders, and flags, in one word.
+/// A block's holders, or its segment while cached, and flags, in one word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Use(u32);
 
@@ -60,18 +43,36 @@ impl Use {
     const REGISTERED: u32 = 1 << 31;
     const HIT: u32 = 1 << 30;
     const DUP: u32 = 1 << 29;
-    const REFS: u32 = Use::DUP - 1;
+    const CACHED: u32 = 1 << 28;
+    /// The holders, or the segment while cached.
+    pub(super) const LOW: u32 = Use::CACHED - 1;
     /// Nobody holds it, not registered, never hit.
     pub(super) const FREE: Use = Use(0);
 
     /// Held by `refs` holders, the flags kept.
     pub(super) fn with_refs(self, refs: u32) -> Use {
-        assert!(refs <= Use::REFS, "2^29 holders of one block");
-        Use((self.0 & !Use::REFS) | refs)
+        assert!(refs <= Use::LOW, "2^28 holders of one block");
+        Use((self.0 & !(Use::LOW | Use::CACHED)) | refs)
     }
 
+    /// Holders holding it; 0 while cached.
     pub(super) fn refs(self) -> u32 {
-        self.0 & Use::REFS
+        if self.cached().is_some() {
+            0
+        } else {
+            self.0 & Use::LOW
+        }
+    }
+
+    /// Cached in segment `s`, the flags kept.
+    pub(super) fn with_seg(self, s: SegId) -> Use {
+        debug_assert!(s.0 <= Use::LOW);
+        Use((self.0 & !Use::LOW) | Use::CACHED | s.0)
+    }
+
+    /// Its segment while cached.
+    pub(super) fn cached(self) -> Option<SegId> {
+        (self.0 & Use::CACHED != 0).then_some(SegId(self.0 & Use::LOW))
     }
 
     pub(super) fn registered(self) -> bool {
@@ -112,8 +113,8 @@ pub(super) enum Dup {
     No,
 }
 
-/// A held block: 24 bytes, and only while it is held (a cached block has no record
-/// of its own, only its segment's count: docs/PERFORMANCE.md, issue #35).
+/// A block's record, 24 bytes: held or cached (a cached block's place in its entry
+/// is its segment's, so it needs no links: docs/PERFORMANCE.md, issue #35).
 #[derive(Clone, Debug)]
 pub(super) struct Block {
     /// Its key while registered (`used` says whether it is).
@@ -152,11 +153,9 @@ pub(super) struct Segment {
     /// Neighbours in the entry (prev is towards the head).
     pub(super) prev: SegId,
     pub(super) next: SegId,
-    /// Its keys that have other copies present (in `Store::dups`): with none, each
-    /// of its keys is the key's only copy and leaves the index directly.
+    /// Its blocks whose key has other copies present (in `Store::dups`): with
+    /// none, each of its keys is the key's only copy and leaves the index directly.
     pub(super) dup_keys: u32,
-    /// Its keys with a hit count (R31) in `Store::cached_hits`.
-    pub(super) hit_keys: u32,
 }
 
 impl Segment {

@@ -99,14 +99,14 @@ impl Dups {
         }
     }
 
-    /// Renames a later copy of `key` (it moved), keeping its place.
-    pub(super) fn replace(&mut self, key: &BlockKey, from: CopyRef, to: CopyRef) {
-        let mut at = *self.heads.get(key).expect("a key with later copies");
-        while self.nodes[at as usize].copy != from {
-            at = self.nodes[at as usize].next;
-            assert!(at != END, "a later copy is listed");
-        }
-        self.nodes[at as usize].copy = to;
+    /// `key`'s later copies, in registration order (none when it has none).
+    pub(super) fn copies(&self, key: &BlockKey) -> impl Iterator<Item = CopyRef> + '_ {
+        let mut at = self.heads.get(key).copied().unwrap_or(END);
+        std::iter::from_fn(move || {
+            let node = self.nodes.get(at as usize)?;
+            at = node.next;
+            Some(node.copy)
+        })
     }
 
     /// Every key with its later copies, in registration order (for checks).

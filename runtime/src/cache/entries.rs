@@ -8,7 +8,7 @@
 
 use crate::types::{BlockKey, RunId, SessionId, SnapSlot};
 
-use super::block::{CopyRef, SegId, Segment};
+use super::block::{SegId, Segment, Use};
 use super::{Entry, EntryId, EntrySlot, Store};
 
 impl Store {
@@ -214,8 +214,8 @@ impl Store {
             None => {
                 let s = u32::try_from(self.segs.len())
                     .ok()
-                    .filter(|&s| s < CopyRef::LIMIT)
-                    .expect("more than 2^31 - 1 cached segments in one pool");
+                    .filter(|&s| s <= Use::LOW)
+                    .expect("more than 2^28 cached segments in one pool");
                 self.segs.push(seg);
                 SegId(s)
             }
@@ -231,7 +231,6 @@ impl Store {
             prev: SegId::NIL,
             next: SegId::NIL,
             dup_keys: 0,
-            hit_keys: 0,
         }
     }
 
@@ -295,7 +294,7 @@ impl Store {
     pub(super) fn unlink_seg(&mut self, s: SegId) {
         let (slot, prev, next) = {
             let seg = self.seg(s);
-            debug_assert!(seg.count == 0 && seg.dup_keys == 0 && seg.hit_keys == 0);
+            debug_assert!(seg.count == 0 && seg.dup_keys == 0);
             (seg.entry, seg.prev, seg.next)
         };
         if prev == SegId::NIL {

@@ -27,6 +27,9 @@ use crate::types::{BlockKey, RunId};
 /// "No block" in a group's slots.
 const EMPTY: CopyRef = CopyRef(u32::MAX);
 
+/// For `release_slow`: whichever copy is the key's first.
+const ANY: CopyRef = EMPTY;
+
 /// Units a group spans, in blocks rounded to a power of two within 1..=32.
 const GROUP_UNITS: u64 = 512;
 const MAX_GROUP_SHIFT: u32 = 5;
@@ -424,44 +427,20 @@ impl Index {
                 return None;
             }
         }
-        self.release_slow(key, b, next)
-    }
-
-    /// [`Index::release`] with a next copy (`from` replaced by `to`), for the keys
-    /// of one run in order: `near` is the slot the previous key's copy was in, and
-    /// the next slot is tried first. A slot holding `from` is `key`'s (a held
-    /// block is filed under its own key only), so that one comparison is the
-    /// whole check.
-    #[inline(always)]
-    pub fn replace_next(
-        &mut self,
-        key: BlockKey,
-        from: CopyRef,
-        to: CopyRef,
-        near: &mut usize,
-    ) -> Option<CopyRef> {
-        let at = near.wrapping_add(1);
-        if let Some(slot) = self.slots.get_mut(at)
-            && *slot == from
-        {
-            *slot = to;
-            *near = at;
-            return None;
-        }
-        let first = self.release(key, from, Some(to));
-        let (gk, i, _) = self.split(&key);
-        *near = match self.last {
-            Some((last, group)) if last == gk => ((group as usize) << self.shift) + i,
-            _ => usize::MAX,
-        };
-        first
+        self.release_slow(key, b, next).err()
     }
 
     /// Removes the `n` keys of `run` at `offset`, `offset - block`, … (an entry's
-    /// tail leaving, R10), each filed with `c` as its key's only copy: a group's
-    /// slots are cleared in one pass while it keeps other keys, the rest as
-    /// [`Index::release`] would.
-    pub fn remove_only_copies(&mut self, run: RunId, offset: u64, n: u32, c: CopyRef) {
+    /// tail leaving, R10), each present with no other copy, handing each removed
+    /// copy to `removed`: a group's slots are cleared in one pass while it keeps
+    /// other keys, the rest as [`Index::release`] would.
+    pub fn remove_only_copies(
+        &mut self,
+        run: RunId,
+        offset: u64,
+        n: u32,
+        mut removed: impl FnMut(CopyRef),
+    ) {
         let block = self.per_block.block();
         let mut offset = offset;
         let mut left = n;
@@ -478,18 +457,22 @@ impl Index {
                 let most = (left as usize).min(i + 1);
                 while (done as usize) < most {
                     let at = base + i - done as usize;
-                    if self.slots[at] != c || g.dense <= 1 {
+                    let c = self.slots[at];
+                    // An empty slot: the key is stray (its group was rephased).
+                    if c == EMPTY || g.dense <= 1 {
                         break;
                     }
                     self.slots[at] = EMPTY;
                     g.dense -= 1;
+                    removed(c);
                     done += 1;
                 }
                 self.len -= done as usize;
             }
             if done == 0 {
-                let first = self.release_slow(key, c, None);
-                debug_assert!(first.is_none(), "an only copy is its key's first");
+                // One probe finds and removes it (its copy is not known here).
+                let c = self.first_copy_slow(key);
+                removed(c);
                 done = 1;
             }
             left -= done;
@@ -499,13 +482,21 @@ impl Index {
         }
     }
 
+    /// Removes a key's first copy, whichever it is (the key has no later copy),
+    /// and returns it.
+    #[inline(never)]
+    fn first_copy_slow(&mut self, key: BlockKey) -> CopyRef {
+        let removed = self.release_slow(key, ANY, None);
+        removed.expect("whichever copy is first is taken")
+    }
+
     #[inline(never)]
     fn release_slow(
         &mut self,
         key: BlockKey,
         b: CopyRef,
         next: Option<CopyRef>,
-    ) -> Option<CopyRef> {
+    ) -> Result<CopyRef, CopyRef> {
         let (gk, i, phase) = self.split(&key);
         let group = match self.last {
             Some((last, group)) if last == gk => group,
@@ -517,8 +508,8 @@ impl Index {
                     Held::Group(group) => group,
                     Held::Lone { offset, first } => {
                         assert!(offset == key.offset, "registered key {key} is not indexed");
-                        if first != b {
-                            return Some(first);
+                        if first != b && b != ANY {
+                            return Err(first);
                         }
                         match next {
                             Some(n) => *o.get_mut() = Held::Lone { offset, first: n },
@@ -527,40 +518,39 @@ impl Index {
                                 self.len -= 1;
                             }
                         }
-                        return None;
+                        return Ok(first);
                     }
                 }
             }
         };
-        let group = match self.in_group(group, i, phase) {
+        let (group, was) = match self.in_group(group, i, phase) {
             Place::Dense { group, at } => {
-                if self.slots[at] != b {
-                    return Some(self.slots[at]);
+                let was = self.slots[at];
+                if was != b && b != ANY {
+                    return Err(was);
                 }
                 self.slots[at] = next.unwrap_or(EMPTY);
                 if next.is_some() {
-                    // A copy replaced (a block cached or claimed, R11): the next
-                    // replacement is mostly of the same run.
-                    self.last = Some((gk, group));
-                    return None;
+                    return Ok(was);
                 }
                 self.groups[group as usize].dense -= 1;
-                group
+                (group, was)
             }
             Place::Stray { group } => {
                 let MapEntry::Occupied(mut o) = self.stray.entry(key) else {
                     panic!("registered key {key} is not indexed");
                 };
-                if *o.get() != b {
-                    return Some(*o.get());
+                let was = *o.get();
+                if was != b && b != ANY {
+                    return Err(was);
                 }
                 if let Some(n) = next {
                     *o.get_mut() = n;
-                    return None;
+                    return Ok(was);
                 }
                 o.remove();
                 self.groups[group as usize].stray -= 1;
-                group
+                (group, was)
             }
             Place::Lone { .. } => unreachable!("a group's key is dense or stray"),
         };
@@ -575,7 +565,7 @@ impl Index {
         } else {
             self.last = Some((g.key, group));
         }
-        None
+        Ok(was)
     }
 
     /// Every key with its first copy (for invariant checks: the order is the

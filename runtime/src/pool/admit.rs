@@ -277,17 +277,15 @@ impl Pool {
         // The same walk as above (nothing changed since), before the header takes
         // the chosen units: the hit was judged under the header's own limit. Hit
         // blocks are taken first, so the evictions below cannot take them; each
-        // counts one hit (R31), shared or claimed. A copy is looked up as it is
-        // taken: a claim may move the copies of the keys after it to a new
-        // segment (taking a hit replaces copies in the index, never frees a group,
-        // so the walk's place stays valid).
+        // counts one hit (R31), shared or claimed. Taking a hit changes no index
+        // entry, so the walk's place stays valid from key to key.
         let mut near = Near::default();
         for key in hit_keys(&w.header, block).take(hit as usize) {
             let c = self
                 .store
                 .lookup_near(&key, &mut near)
                 .expect("the hit changed within one attempt");
-            let (b, gone) = self.store.take_hit(key, c);
+            let (b, gone) = self.store.take_hit(c);
             blocks.push(b);
             if let Some(gone) = gone {
                 self.snaps.release(gone.snap, gone.session);

@@ -107,7 +107,7 @@ pub(super) fn count_tier_hits(
         let c = tier
             .lookup_near(&key, &mut near)
             .expect("a loaded block is in the tier (nothing changed since the walk)");
-        tier.count_hit(key, c);
+        tier.count_hit(c);
     }
 }
 
