@@ -42,7 +42,7 @@ pub(crate) const MAX_CHAIN_BLOCKS: u64 = u32::MAX as u64;
 /// An entry's slot in the store (stable while it lives; reused after it is gone).
 /// Not its identity: that is its [`EntryId`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct EntrySlot(u32);
+pub(crate) struct EntrySlot(pub(super) u32);
 
 impl EntrySlot {
     /// "No entry" in the intrusive links below.
@@ -63,6 +63,8 @@ pub(crate) struct Entry {
     /// Its segments, head to tail.
     head: SegId,
     tail: SegId,
+    /// Its own segment slot ([`SegId::inline`]), used while `count > 0`.
+    own: Segment,
     /// Blocks in the entry.
     pub blocks: u64,
     /// Snapshot of the session's attributes (`pool/` manages it), if snapshots are on.
@@ -156,12 +158,20 @@ impl Store {
         &mut self.blocks[b.0 as usize]
     }
 
+    #[inline]
     fn seg(&self, s: SegId) -> &Segment {
-        &self.segs[s.0 as usize]
+        match s.place() {
+            Ok(slot) => &self.entry(slot).own,
+            Err(i) => &self.segs[i],
+        }
     }
 
+    #[inline]
     fn seg_mut(&mut self, s: SegId) -> &mut Segment {
-        &mut self.segs[s.0 as usize]
+        match s.place() {
+            Ok(slot) => &mut self.entry_mut(slot).own,
+            Err(i) => &mut self.segs[i],
+        }
     }
 
     /// Holders of a copy: a cached copy has none.
@@ -171,7 +181,10 @@ impl Store {
 
     /// The entry of a cached copy, `None` when held.
     pub fn entry_of(&self, c: CopyRef) -> Option<EntrySlot> {
-        self.block(c.block()).used.cached().map(|s| self.seg(s).entry)
+        self.block(c.block())
+            .used
+            .cached()
+            .map(|s| self.seg(s).entry)
     }
 
     /// The earliest registered copy still present with this key.
@@ -360,7 +373,11 @@ impl Store {
 
     /// The block of segment `s` with key `key` (it holds one).
     fn block_in(&self, key: &BlockKey, s: SegId) -> BlockId {
-        let first = self.index.get(key).expect("a cached key is indexed").block();
+        let first = self
+            .index
+            .get(key)
+            .expect("a cached key is indexed")
+            .block();
         if self.block(first).used.cached() == Some(s) {
             return first;
         }
@@ -547,7 +564,8 @@ impl Store {
                 // The usual case: each key its only copy and no walk watching: the
                 // keys leave the index together, their blocks with them.
                 let last = self.seg(t).key_at(count - 1, self.block);
-                let (blocks, hits, free) = (&mut self.blocks, &mut self.hits, &mut self.free_blocks);
+                let (blocks, hits, free) =
+                    (&mut self.blocks, &mut self.hits, &mut self.free_blocks);
                 self.index
                     .remove_only_copies(last.run, last.offset, take, |c| {
                         recycle(blocks, hits, free, c.block());

@@ -33,6 +33,28 @@ pub(super) struct SegId(pub(super) u32);
 impl SegId {
     /// "No segment" in the intrusive links.
     pub(super) const NIL: SegId = SegId(u32::MAX);
+    /// Set in the id of an entry's own first segment, kept inside the entry (most
+    /// entries have one segment, and then an eviction or a release touches no
+    /// segment slab: issue #35 item 3's 1-block admissions); the rest is the slot.
+    const INLINE: u32 = 1 << 27;
+
+    /// The segment kept inside entry `slot`.
+    pub(super) fn inline(slot: EntrySlot) -> SegId {
+        debug_assert!(slot.0 < SegId::INLINE);
+        SegId(SegId::INLINE | slot.0)
+    }
+
+    /// The entry whose own segment this is, or the slab slot.
+    pub(super) fn place(self) -> Result<EntrySlot, usize> {
+        if self.0 & SegId::INLINE != 0 {
+            Ok(EntrySlot(self.0 & !SegId::INLINE))
+        } else {
+            Err(self.0 as usize)
+        }
+    }
+
+    /// Slab ids stay below this.
+    pub(super) const SLAB_LIMIT: u32 = SegId::INLINE;
 }
 
 /// A block's holders, or its segment while cached, and flags, in one word.

@@ -50,6 +50,9 @@ impl Store {
                 if self.free_segs.contains(&s) || !live_segs.insert(s.0) {
                     return Err(format!("entry {} links a free or shared segment", e.id));
                 }
+                if s.place().is_ok_and(|own| own != slot) {
+                    return Err(format!("entry {} links a free or shared segment", e.id));
+                }
                 prev = s;
                 blocks += u64::from(seg.count);
             }
@@ -65,7 +68,11 @@ impl Store {
         {
             return Err("the release-order list misses live entries".into());
         }
-        if live_segs.len() + self.free_segs.len() != self.segs.len() {
+        let in_slab = live_segs
+            .iter()
+            .filter(|&&s| SegId(s).place().is_err())
+            .count();
+        if in_slab + self.free_segs.len() != self.segs.len() {
             return Err("a segment slot is neither in an entry nor free".into());
         }
         // Blocks: held ones by their holders, cached ones in a live segment at a
@@ -142,7 +149,9 @@ impl Store {
         let mut firsts: BTreeMap<BlockKey, CopyRef> = BTreeMap::new();
         for (key, first) in self.index.iter() {
             if !present.contains(&(key, first.0)) || !seen.insert((key, first.0)) {
-                return Err(format!("key {key}'s first copy is not a present copy of it"));
+                return Err(format!(
+                    "key {key}'s first copy is not a present copy of it"
+                ));
             }
             firsts.insert(key, first);
         }

@@ -8,7 +8,7 @@
 
 use crate::types::{BlockKey, RunId, SessionId, SnapSlot};
 
-use super::block::{SegId, Segment, Use};
+use super::block::{SegId, Segment};
 use super::{Entry, EntryId, EntrySlot, Store};
 
 impl Store {
@@ -91,6 +91,7 @@ impl Store {
             last,
             head: SegId::NIL,
             tail: SegId::NIL,
+            own: Store::empty_seg(EntrySlot::NIL, RunId(0), 0, 0),
             blocks: 0,
             snap,
             older: self.newest,
@@ -105,8 +106,8 @@ impl Store {
                 self.entries.push(Some(entry));
                 let slot = u32::try_from(self.entries.len() - 1)
                     .ok()
-                    .filter(|&s| s != EntrySlot::NIL.0)
-                    .expect("more than 2^32 - 1 entries in one pool");
+                    .filter(|&s| s < SegId::SLAB_LIMIT)
+                    .expect("more than 2^27 entries in one pool");
                 EntrySlot(slot)
             }
         };
@@ -204,8 +205,14 @@ impl Store {
         self.entries[slot.index()].take()
     }
 
-    /// A segment slot holding `seg` (unlinked).
+    /// A segment slot holding `seg` (unlinked): its entry's own while that is
+    /// unused, else one of the slab's.
     fn alloc_seg(&mut self, seg: Segment) -> SegId {
+        let slot = seg.entry;
+        if self.entry(slot).own.count == 0 {
+            self.entry_mut(slot).own = seg;
+            return SegId::inline(slot);
+        }
         match self.free_segs.pop() {
             Some(s) => {
                 *self.seg_mut(s) = seg;
@@ -214,8 +221,8 @@ impl Store {
             None => {
                 let s = u32::try_from(self.segs.len())
                     .ok()
-                    .filter(|&s| s <= Use::LOW)
-                    .expect("more than 2^28 cached segments in one pool");
+                    .filter(|&s| s < SegId::SLAB_LIMIT)
+                    .expect("more than 2^27 cached segments in one pool");
                 self.segs.push(seg);
                 SegId(s)
             }
@@ -307,7 +314,8 @@ impl Store {
         } else {
             self.seg_mut(next).prev = prev;
         }
-        *self.seg_mut(s) = Store::empty_seg(EntrySlot::NIL, RunId(0), 0, 0);
-        self.free_segs.push(s);
+        if s.place().is_err() {
+            self.free_segs.push(s);
+        }
     }
 }

@@ -91,7 +91,9 @@ fn runs_agree_with_a_map(block: u64, ops: Vec<(bool, u64, u64, u32)>) -> Result<
             let mut near = InsertNear::default();
             let mut open = false;
             for j in 0..u64::from(n) {
-                let Some(o) = offset.checked_add(j * block) else { break };
+                let Some(o) = offset.checked_add(j * block) else {
+                    break;
+                };
                 let k = key(run, o);
                 let v = CopyRef(fresh);
                 fresh += 1;
