@@ -538,9 +538,16 @@ impl Store {
     /// The block of segment `s` with key `key` leaves the index and is freed (its
     /// segment's count is the caller's).
     fn evict_key(&mut self, s: SegId, key: BlockKey) {
-        let b = self.block_in(&key, s);
-        // Its mark, if any, leaves its segment's count as the copy goes.
-        self.unregister(b);
+        let b = if self.seg(s).dup_keys == 0 {
+            // The usual case: the key's only copy is this block.
+            self.watch.touch(&key);
+            self.index.remove_only(key).block()
+        } else {
+            let b = self.block_in(&key, s);
+            // Its mark, if any, leaves its segment's count as the copy goes.
+            self.unregister(b);
+            b
+        };
         recycle(&mut self.blocks, &mut self.hits, &mut self.free_blocks, b);
     }
 

@@ -482,6 +482,28 @@ impl Index {
         }
     }
 
+    /// Removes a present key that has no other copy, and returns its copy: inline
+    /// in the usual case (the group the last operation used keeps other keys),
+    /// else one probe.
+    #[inline(always)]
+    pub fn remove_only(&mut self, key: BlockKey) -> CopyRef {
+        let (gk, i, phase) = self.split(&key);
+        if let Some((last, group)) = self.last
+            && last == gk
+        {
+            let at = ((group as usize) << self.shift) + i;
+            let g = &mut self.groups[group as usize];
+            let c = self.slots[at];
+            if phase == g.phase && c != EMPTY && g.dense > 1 {
+                g.dense -= 1;
+                self.slots[at] = EMPTY;
+                self.len -= 1;
+                return c;
+            }
+        }
+        self.first_copy_slow(key)
+    }
+
     /// Removes a key's first copy, whichever it is (the key has no later copy),
     /// and returns it.
     #[inline(never)]
