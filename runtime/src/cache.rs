@@ -643,7 +643,7 @@ fn recycle(blocks: &mut [Block], hits: &mut [u32], free: &mut Vec<BlockId>, b: B
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_block_record_is_24_bytes_and_a_segment_36() {
+    fn a_block_record_is_24_bytes_and_a_segment_40() {
         // The block table is the replay's largest structure per replica, touched at
         // random: a record has no links, an entry's order being its segments'
         // (docs/PERFORMANCE.md, #35 item 1).
