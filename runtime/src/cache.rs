@@ -74,6 +74,14 @@ pub(crate) struct Entry {
     newer: EntrySlot,
 }
 
+/// What is left of an entry that went with its last block: what the pool's
+/// snapshots need to let it go.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Gone {
+    pub session: SessionId,
+    pub snap: Option<SnapSlot>,
+}
+
 /// Whether a pool's keys read R31's hit counts: a pool whose `evict by` and spill
 /// rows read no `hits` keeps none (counting them would only cost).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -345,7 +353,7 @@ impl Store {
     /// (it leaves its entry and is held once). Either way one hit is counted on it
     /// (R31). Returns the held block and the entry when it disappeared with the
     /// claimed block.
-    pub fn take_hit(&mut self, c: CopyRef) -> (BlockId, Option<Entry>) {
+    pub fn take_hit(&mut self, c: CopyRef) -> (BlockId, Option<Gone>) {
         let b = c.block();
         let gone = match self.block(b).used.cached() {
             None => {
@@ -403,7 +411,7 @@ impl Store {
 
     /// A cached block taken by a hit (R11): it leaves its segment and entry and is
     /// held once. Returns the entry when it disappeared with it.
-    fn claim(&mut self, b: BlockId, s: SegId) -> Option<Entry> {
+    fn claim(&mut self, b: BlockId, s: SegId) -> Option<Gone> {
         let key = self.block(b).key;
         self.watch.touch(&key);
         if self.block(b).used.dup() {
@@ -518,7 +526,7 @@ impl Store {
 
     /// Evicts the tail block of an entry (R10): it is unregistered and freed.
     /// Returns its key and the entry when it disappeared.
-    pub fn evict_tail(&mut self, slot: EntrySlot) -> (BlockKey, Option<Entry>) {
+    pub fn evict_tail(&mut self, slot: EntrySlot) -> (BlockKey, Option<Gone>) {
         let t = self.entry(slot).tail;
         assert!(t != SegId::NIL, "evicting from an empty entry");
         let key = {
@@ -554,11 +562,14 @@ impl Store {
     /// Evicts the `n` tail blocks of an entry at once (R10's order: each is the tail
     /// when it leaves), as `n` calls of [`Store::evict_tail`] would, for a caller that
     /// needs none of their keys. Returns the entry when it disappeared.
-    pub fn evict_tail_n(&mut self, slot: EntrySlot, n: u64) -> Option<Entry> {
+    pub fn evict_tail_n(&mut self, slot: EntrySlot, n: u64) -> Option<Gone> {
         assert!(
             n <= self.entry(slot).blocks,
             "evicting more blocks than an entry has"
         );
+        if let Some(gone) = self.evict_whole(slot, n) {
+            return Some(gone);
+        }
         let mut left = n;
         while left > 0 {
             let t = self.entry(slot).tail;
@@ -591,6 +602,41 @@ impl Store {
         }
         self.cached -= n;
         self.took(slot, n)
+    }
+
+    /// [`Store::evict_tail_n`]'s usual case, at less cost: the whole entry goes, it
+    /// is one segment, each of its keys is its only copy and no walk is watching
+    /// (a 1-block entry's end, issue #35 item 3). Its keys leave the index
+    /// together; the entry goes without unlinking its segment first. `None`, with
+    /// nothing changed, when that is not the case.
+    #[inline]
+    fn evict_whole(&mut self, slot: EntrySlot, n: u64) -> Option<Gone> {
+        let e = self.entry(slot);
+        let t = e.tail;
+        if n != e.blocks || e.head != t || self.watch.on() {
+            return None;
+        }
+        let seg = self.seg(t);
+        if seg.dup_keys != 0 {
+            return None;
+        }
+        let (count, last) = (seg.count, seg.key_at(seg.count - 1, self.block));
+        let (blocks, hits, free) = (&mut self.blocks, &mut self.hits, &mut self.free_blocks);
+        self.index
+            .remove_only_copies(last.run, last.offset, count, |c| {
+                recycle(blocks, hits, free, c.block());
+            });
+        self.seg_mut(t).count = 0;
+        if t.place().is_err() {
+            self.free_segs.push(t);
+        }
+        let e = self.entry_mut(slot);
+        e.head = SegId::NIL;
+        e.tail = SegId::NIL;
+        self.cached -= n;
+        let gone = self.took(slot, n);
+        debug_assert!(gone.is_some(), "an entry without blocks goes");
+        gone
     }
 
     /// Takes position `at` out of segment `s` (a claimed block): the segment

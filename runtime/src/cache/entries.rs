@@ -9,7 +9,7 @@
 use crate::types::{BlockKey, RunId, SessionId, SnapSlot};
 
 use super::block::{SegId, Segment};
-use super::{Entry, EntryId, EntrySlot, Store};
+use super::{Entry, EntryId, EntrySlot, Gone, Store};
 
 impl Store {
     pub fn entry_count(&self) -> usize {
@@ -178,8 +178,8 @@ impl Store {
         None
     }
 
-    /// `n` blocks left entry `slot`: drops and returns the entry when none is left.
-    pub(super) fn took(&mut self, slot: EntrySlot, n: u64) -> Option<Entry> {
+    /// `n` blocks left entry `slot`: drops it when none is left, and says so.
+    pub(super) fn took(&mut self, slot: EntrySlot, n: u64) -> Option<Gone> {
         let e = self.entry_mut(slot);
         e.blocks -= n;
         if e.blocks > 0 {
@@ -202,7 +202,13 @@ impl Store {
         }
         self.live_entries -= 1;
         self.free_entries.push(slot);
-        self.entries[slot.index()].take()
+        let e = self.entries[slot.index()]
+            .take()
+            .expect("entry slot in use");
+        Some(Gone {
+            session: e.session,
+            snap: e.snap,
+        })
     }
 
     /// A segment slot holding `seg` (unlinked): its entry's own while that is
@@ -243,14 +249,20 @@ impl Store {
 
     /// A new one-block segment at the entry's tail, holding `key`.
     pub(super) fn new_seg_at_tail(&mut self, slot: EntrySlot, key: BlockKey) -> SegId {
-        let s = self.alloc_seg(Store::empty_seg(slot, key.run, key.offset, 1));
         let tail = self.entry(slot).tail;
-        self.seg_mut(s).prev = tail;
         if tail == SegId::NIL {
-            self.entry_mut(slot).head = s;
-        } else {
-            self.seg_mut(tail).next = s;
+            // An empty entry's first segment is its own (most entries have one).
+            let s = SegId::inline(slot);
+            let e = self.entry_mut(slot);
+            debug_assert_eq!(e.own.count, 0, "an empty entry's own segment is unused");
+            e.own = Store::empty_seg(slot, key.run, key.offset, 1);
+            e.head = s;
+            e.tail = s;
+            return s;
         }
+        let s = self.alloc_seg(Store::empty_seg(slot, key.run, key.offset, 1));
+        self.seg_mut(s).prev = tail;
+        self.seg_mut(tail).next = s;
         self.entry_mut(slot).tail = s;
         s
     }

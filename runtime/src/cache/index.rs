@@ -58,6 +58,16 @@ impl PerBlock {
             PerBlock::Div(d) => d,
         }
     }
+
+    /// The offset of group number `n`'s first slot, for groups of `1 << shift`
+    /// blocks.
+    #[inline]
+    fn group_base(self, n: u64, shift: u32) -> u64 {
+        match self {
+            PerBlock::Shift(s) => n << (shift + s),
+            PerBlock::Div(d) => (n << shift) * d,
+        }
+    }
 }
 
 /// A run and the number of one of its groups (block number over the group width),
@@ -77,7 +87,7 @@ struct Group {
     stray: u32,
 }
 
-/// What the table holds for a group key.
+/// What the table holds for a group key, read out of its [`Word`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Held {
     /// A group of slots (an index into [`Index::groups`]).
@@ -86,13 +96,57 @@ enum Held {
     Lone { offset: u64, first: CopyRef },
 }
 
+/// A [`Held`] in one word, as the table stores it: a table entry is then 24
+/// bytes, not 32. The table is probed cold at each eviction and each hit walk's
+/// first key, and a pool of 1-block entries keeps a lone key per block (issue #35
+/// item 3). A lone key is kept as its offset from its group's first slot (below
+/// 2^31: see [`Word::lone`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Word(u64);
+
+impl Word {
+    const LONE: u64 = 1 << 63;
+    /// The largest offset within a group a lone key may have.
+    const MAX_WITHIN: u64 = (1 << 31) - 1;
+
+    fn group(group: u32) -> Word {
+        Word(u64::from(group))
+    }
+
+    /// A lone key `within` units after its group's first slot; `None` when that
+    /// does not fit (only for blocks of 2^31 units or more: a group spans at most
+    /// 512 units or one block).
+    fn lone(within: u64, first: CopyRef) -> Option<Word> {
+        (within <= Word::MAX_WITHIN).then_some(Word(Word::LONE | within << 32 | u64::from(first.0)))
+    }
+
+    /// Its meaning for a group whose first slot is at offset `base`.
+    #[inline]
+    fn held(self, base: u64) -> Held {
+        if self.0 & Word::LONE == 0 {
+            Held::Group(self.0 as u32)
+        } else {
+            Held::Lone {
+                offset: base + ((self.0 >> 32) & Word::MAX_WITHIN),
+                first: CopyRef(self.0 as u32),
+            }
+        }
+    }
+
+    /// A lone key's word with another first copy.
+    fn with_first(self, first: CopyRef) -> Word {
+        debug_assert!(self.0 & Word::LONE != 0);
+        Word((self.0 & !u64::from(u32::MAX)) | u64::from(first.0))
+    }
+}
+
 /// See the module documentation.
 #[derive(Debug)]
 pub(crate) struct Index {
     per_block: PerBlock,
     /// log2 of the blocks a group holds.
     shift: u32,
-    groups_of: FxMap<GroupKey, Held>,
+    groups_of: FxMap<GroupKey, Word>,
     groups: Vec<Group>,
     /// Group `g`'s slots are `slots[g << shift ..][.. 1 << shift]`.
     slots: Vec<CopyRef>,
@@ -181,6 +235,17 @@ impl Index {
         ((key.run, k >> self.shift), i, phase)
     }
 
+    /// The offset of a group key's first slot.
+    #[inline]
+    fn base(&self, gk: GroupKey) -> u64 {
+        self.per_block.group_base(gk.1, self.shift)
+    }
+
+    /// What the table holds for a group key.
+    fn held(&self, gk: GroupKey) -> Option<Held> {
+        self.groups_of.get(&gk).map(|w| w.held(self.base(gk)))
+    }
+
     /// Where `key` is kept if present (`None`: its group key holds nothing), trying
     /// `near` first and leaving there the group found.
     #[inline]
@@ -188,7 +253,7 @@ impl Index {
         let (gk, i, phase) = self.split(key);
         let group = match near.0 {
             Some((last, group)) if last == gk => group,
-            _ => match *self.groups_of.get(&gk)? {
+            _ => match self.groups_of.get(&gk)?.held(self.base(gk)) {
                 Held::Group(group) => {
                     near.0 = Some((gk, group));
                     group
@@ -310,18 +375,19 @@ impl Index {
         let (gk, i, phase) = self.split(&key);
         // One probe of the table, whatever it holds (a run of one block registers
         // with nothing more).
+        let base = self.base(gk);
         let group = match self.last {
             Some((last, group)) if last == gk => group,
             _ => match self.groups_of.entry(gk) {
                 MapEntry::Vacant(v) => {
-                    v.insert(Held::Lone {
-                        offset: key.offset,
-                        first: b,
-                    });
-                    self.len += 1;
-                    return None;
+                    if let Some(word) = Word::lone(key.offset - base, b) {
+                        v.insert(word);
+                        self.len += 1;
+                        return None;
+                    }
+                    self.open_group(gk, phase)
                 }
-                MapEntry::Occupied(o) => match *o.get() {
+                MapEntry::Occupied(o) => match o.get().held(base) {
                     Held::Group(group) => group,
                     Held::Lone { offset, first } if offset == key.offset => return Some(first),
                     Held::Lone { offset, first } => {
@@ -395,7 +461,7 @@ impl Index {
                 u32::try_from(self.groups.len() - 1).expect("more than 2^32 groups in one pool")
             }
         };
-        self.groups_of.insert(key, Held::Group(group));
+        self.groups_of.insert(key, Word::group(group));
         group
     }
 
@@ -523,13 +589,14 @@ impl Index {
         next: Option<CopyRef>,
     ) -> Result<CopyRef, CopyRef> {
         let (gk, i, phase) = self.split(&key);
+        let base = self.base(gk);
         let group = match self.last {
             Some((last, group)) if last == gk => group,
             _ => {
                 let MapEntry::Occupied(mut o) = self.groups_of.entry(gk) else {
                     panic!("registered key {key} has no group");
                 };
-                match *o.get() {
+                match o.get().held(base) {
                     Held::Group(group) => group,
                     Held::Lone { offset, first } => {
                         assert!(offset == key.offset, "registered key {key} is not indexed");
@@ -537,7 +604,7 @@ impl Index {
                             return Err(first);
                         }
                         match next {
-                            Some(n) => *o.get_mut() = Held::Lone { offset, first: n },
+                            Some(n) => *o.get_mut() = o.get().with_first(n),
                             None => {
                                 o.remove();
                                 self.len -= 1;
@@ -598,8 +665,8 @@ impl Index {
     pub fn iter(&self) -> impl Iterator<Item = (BlockKey, CopyRef)> + '_ {
         let block = self.per_block.block();
         let width = 1usize << self.shift;
-        let held = self.groups_of.iter().flat_map(move |(&gk, &held)| {
-            let (lone, group) = match held {
+        let held = self.groups_of.iter().flat_map(move |(&gk, &word)| {
+            let (lone, group) = match word.held(self.base(gk)) {
                 Held::Lone { offset, first } => {
                     let key = BlockKey { run: gk.0, offset };
                     (Some((key, first)), None)
@@ -635,7 +702,7 @@ impl Index {
         let mut strays: BTreeMap<u32, usize> = BTreeMap::new();
         for key in self.stray.keys() {
             let (gk, i, phase) = self.split(key);
-            let Some(&Held::Group(group)) = self.groups_of.get(&gk) else {
+            let Some(Held::Group(group)) = self.held(gk) else {
                 return Err(format!("stray key {key} has no group"));
             };
             if phase == self.groups[group as usize].phase && in_use(group)[i] != EMPTY {
@@ -644,8 +711,8 @@ impl Index {
             *strays.entry(group).or_default() += 1;
         }
         let mut listed = 0usize;
-        for (&gk, &held) in &self.groups_of {
-            let group = match held {
+        for (&gk, &word) in &self.groups_of {
+            let group = match word.held(self.base(gk)) {
                 Held::Group(group) => group,
                 Held::Lone { offset, first } => {
                     let key = BlockKey { run: gk.0, offset };
@@ -672,7 +739,7 @@ impl Index {
         }
         for &f in &self.free {
             let g = &self.groups[f as usize];
-            if self.groups_of.get(&g.key) == Some(&Held::Group(f))
+            if self.held(g.key) == Some(Held::Group(f))
                 || g.dense + g.stray > 0
                 || in_use(f).iter().any(|&b| b != EMPTY)
             {
@@ -680,7 +747,7 @@ impl Index {
             }
         }
         if let Some((gk, group)) = self.last
-            && self.groups_of.get(&gk) != Some(&Held::Group(group))
+            && self.held(gk) != Some(Held::Group(group))
         {
             return Err(format!("the remembered group of run {} is stale", gk.0.0));
         }

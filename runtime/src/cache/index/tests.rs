@@ -73,6 +73,13 @@ proptest! {
     fn index_r7_first_copy_agrees_with_a_map_block_3(ops in prop::collection::vec(op(), 1..300)) {
         agrees_with_a_map(3, ops)?;
     }
+
+    /// Blocks so large that a key's offset within its block may not fit a lone
+    /// key's word (`Word::lone`).
+    #[test]
+    fn index_r7_first_copy_agrees_with_a_map_block_3_times_2_31(ops in prop::collection::vec(op(), 1..300)) {
+        agrees_with_a_map(3 << 31, ops)?;
+    }
 }
 
 /// The run operations against a plain ordered map: runs of keys registered slot
@@ -180,7 +187,7 @@ fn index_keeps_one_group_for_a_runs_32_aligned_blocks_and_strays_out_of_step() {
     // The far key is alone in its group: no slots for it.
     assert_eq!(index.groups_of.len(), 2);
     assert_eq!(index.slots.len(), 32);
-    let Held::Group(group) = index.groups_of[&(RunId(7), 0)] else {
+    let Some(Held::Group(group)) = index.held((RunId(7), 0)) else {
         panic!("run 7's first group has slots");
     };
     let g = &index.groups[group as usize];
@@ -245,6 +252,36 @@ fn index_keeps_a_lone_key_out_of_the_groups_until_a_second_comes() {
     assert_eq!(index.release(key(5, 0), CopyRef(9), None), None);
     assert_eq!(index.get(&key(5, 0)), None);
     assert_eq!(index.len(), 2);
+    index.check().unwrap();
+}
+
+#[test]
+fn index_files_a_key_too_far_into_its_block_for_a_lone_word_in_a_group() {
+    // A group of one block of 3 * 2^31 units: a key 2^31 units into it cannot be
+    // kept as a lone key's word, one 2^31 - 1 units into it can.
+    let block = 3 << 31;
+    let mut index = Index::new(block);
+    let far = key(8, 5 * block + (1 << 31));
+    let near = key(9, 5 * block + (1 << 31) - 1);
+    assert_eq!(index.insert_or_first(far, CopyRef(1)), None);
+    assert_eq!(index.insert_or_first(near, CopyRef(2)), None);
+    assert_eq!(index.held((RunId(8), 5)), Some(Held::Group(0)));
+    assert_eq!(
+        index.held((RunId(9), 5)),
+        Some(Held::Lone {
+            offset: near.offset,
+            first: CopyRef(2)
+        })
+    );
+    assert_eq!(index.insert_or_first(far, CopyRef(3)), Some(CopyRef(1)));
+    assert_eq!(
+        (index.get(&far), index.get(&near)),
+        (Some(CopyRef(1)), Some(CopyRef(2)))
+    );
+    index.check().unwrap();
+    assert_eq!(index.release(far, CopyRef(1), None), None);
+    assert_eq!(index.release(near, CopyRef(2), None), None);
+    assert_eq!((index.get(&far), index.len()), (None, 0));
     index.check().unwrap();
 }
 
