@@ -9,7 +9,7 @@
 
 use std::collections::hash_map::Entry as MapEntry;
 
-use crate::cache::{MAX_CHAIN_BLOCKS, Near};
+use crate::cache::MAX_CHAIN_BLOCKS;
 use crate::env::Env;
 use crate::error::Error;
 use crate::event::{Event, Notice};
@@ -17,7 +17,7 @@ use crate::queue::Pick;
 use crate::types::{Header, SessionId, Units};
 
 use super::fair::Entering;
-use super::hits::{HitMemo, hit_counts_watched, hit_keys, register_new};
+use super::hits::{HitMemo, hit_counts_watched, register_new};
 use super::holders::{Holder, Links};
 use super::tier::{count_tier_hits, load_work, tier_run};
 use super::{Admission, Enqueued, Hit, Outlook, Pool};
@@ -219,7 +219,12 @@ impl Pool {
         let (hit, shared) = match self.memo {
             Some(m) if m.seq == w.seq && !self.store.watch_touched() => (m.hit, m.shared),
             _ => {
-                let (hit, shared) = hit_counts_watched(&mut self.store, &w.header, block);
+                let (hit, shared) = hit_counts_watched(
+                    &mut self.store,
+                    &w.header,
+                    block,
+                    &mut self.scratch.memo_hits,
+                );
                 self.memo = Some(HitMemo {
                     seq: w.seq,
                     hit,
@@ -274,23 +279,25 @@ impl Pool {
         self.memo = None;
         self.store.watch_stop();
         let mut blocks = self.scratch.spare.pop().unwrap_or_default();
-        // The same walk as above (nothing changed since), before the header takes
-        // the chosen units: the hit was judged under the header's own limit. Hit
-        // blocks are taken first, so the evictions below cannot take them; each
-        // counts one hit (R31), shared or claimed. Taking a hit changes no index
-        // entry, so the walk's place stays valid from key to key.
-        let mut near = Near::default();
-        for key in hit_keys(&w.header, block).take(hit as usize) {
-            let c = self
-                .store
-                .lookup_near(&key, &mut near)
-                .expect("the hit changed within one attempt");
+        // The blocks of the walk above (nothing watched changed since, so they are
+        // still the keys' first copies), judged under the header's own limit
+        // before it takes the chosen units. Hit blocks are taken first, so the
+        // evictions below cannot take them; each counts one hit (R31), shared or
+        // claimed.
+        let copies = std::mem::take(&mut self.scratch.memo_hits);
+        assert_eq!(
+            copies.len() as u64,
+            hit,
+            "the hit changed within one attempt"
+        );
+        for &c in &copies {
             let (b, gone) = self.store.take_hit(c);
             blocks.push(b);
             if let Some(gone) = gone {
                 self.snaps.release(gone.snap, gone.session);
             }
         }
+        self.scratch.memo_hits = copies;
         w.header.units = units;
         let total = w.header.units.blocks_up(block);
         let physical = total.min(w.header.chain.full_blocks(block));

@@ -57,13 +57,24 @@ pub(super) fn hit_counts(store: &Store, header: &Header, block: u64) -> (u64, u6
 
 /// [`hit_counts`], watching every key the walk looks at (the first missing one
 /// included: registering it would lengthen the hit) so that a later attempt on the
-/// same header can tell whether the walk would still give the same result.
-pub(super) fn hit_counts_watched(store: &mut Store, header: &Header, block: u64) -> (u64, u64) {
+/// same header can tell whether the walk would still give the same result, and
+/// leaving the hit blocks in `copies` for the admission that takes them (while
+/// no watched key changes, neither do they: a block keeps its id while held or
+/// cached).
+pub(super) fn hit_counts_watched(
+    store: &mut Store,
+    header: &Header,
+    block: u64,
+    copies: &mut Vec<CopyRef>,
+) -> (u64, u64) {
     store.watch_start();
+    copies.clear();
     let mut near = Near::default();
     count_hits(header, block, |key| {
         store.watch_add(key);
-        store.lookup_near(key, &mut near).map(|b| store.refs(b))
+        let c = store.lookup_near(key, &mut near)?;
+        copies.push(c);
+        Some(store.refs(c))
     })
 }
 

@@ -165,6 +165,9 @@ struct Scratch {
     stamps: Vec<u64>,
     /// One waiting hold's hit blocks.
     hits: Vec<CopyRef>,
+    /// The hit blocks of the remembered walk (`Pool::memo`), for the admission
+    /// that takes them: valid while the memo is (nothing but that walk writes it).
+    memo_hits: Vec<CopyRef>,
     /// The candidate victims whose rows `rows` holds (R18), in row order.
     victims: Vec<SessionId>,
     /// Released holders' block lists, for the next admissions.
