@@ -349,21 +349,56 @@ impl Store {
         block.used = block.used.with_refs(block.used.refs() + 1);
     }
 
-    /// Takes a hit's block (R7, R11): a held copy is shared, a cached one claimed
-    /// (it leaves its entry and is held once). Either way one hit is counted on it
-    /// (R31). Returns the held block and the entry when it disappeared with the
-    /// claimed block.
-    pub fn take_hit(&mut self, c: CopyRef) -> (BlockId, Option<Gone>) {
-        let b = c.block();
-        let gone = match self.block(b).used.cached() {
-            None => {
+    /// Takes a hit walk's blocks, in chain order (R7, R11): a held copy is shared,
+    /// a cached one claimed (it leaves its entry and is held once). Either way one
+    /// hit is counted on it (R31). Pushes each block to `out`, and hands `gone`
+    /// each entry that disappeared with its last claimed block, in the order they
+    /// did. Cached copies that start a segment and go on along it are claimed
+    /// together: a chain's keys are consecutive blocks of its runs, so such copies
+    /// are the segment's first blocks, and their segment and entry shrink by a
+    /// count (issue #35 item 1).
+    pub fn take_hits(
+        &mut self,
+        copies: &[CopyRef],
+        out: &mut Vec<BlockId>,
+        mut gone: impl FnMut(Gone),
+    ) {
+        let mut i = 0;
+        while let Some(&c) = copies.get(i) {
+            let b = c.block();
+            let Some(s) = self.block(b).used.cached() else {
                 self.share(b);
-                None
+                self.count_hit(c);
+                out.push(b);
+                i += 1;
+                continue;
+            };
+            let key = self.block(b).key;
+            let seg = self.seg(s);
+            let at = seg.position(&key, self.block);
+            let mut n = 1;
+            if at == 0 {
+                // Each next copy the segment's next block (a chain could name a key
+                // twice: the second is then held, not cached in `s`).
+                while n < seg.count
+                    && copies.get(i + n as usize).is_some_and(|c| {
+                        let next = self.block(c.block());
+                        next.used.cached() == Some(s) && next.key == seg.key_at(n, self.block)
+                    })
+                {
+                    n += 1;
+                }
             }
-            Some(s) => self.claim(b, s),
-        };
-        self.count_hit(c);
-        (b, gone)
+            let claimed = copies.get(i..i + n as usize).expect("counted above");
+            if let Some(g) = self.claim_run(s, at, claimed) {
+                gone(g);
+            }
+            for &c in claimed {
+                self.count_hit(c);
+                out.push(c.block());
+            }
+            i += n as usize;
+        }
     }
 
     /// One more admission whose hit took a copy (R31): counted whether it was shared
@@ -409,22 +444,38 @@ impl Store {
         }
     }
 
-    /// A cached block taken by a hit (R11): it leaves its segment and entry and is
-    /// held once. Returns the entry when it disappeared with it.
-    fn claim(&mut self, b: BlockId, s: SegId) -> Option<Gone> {
-        let key = self.block(b).key;
-        self.watch.touch(&key);
-        if self.block(b).used.dup() {
-            self.seg_mut(s).dup_keys -= 1;
+    /// Cached blocks taken by a hit (R11), the blocks of segment `s` from position
+    /// `at` on (one block, or the segment's first ones): they leave their segment
+    /// and entry and are held once. Returns the entry when it disappeared with
+    /// them.
+    fn claim_run(&mut self, s: SegId, at: u32, claimed: &[CopyRef]) -> Option<Gone> {
+        let n = u32::try_from(claimed.len()).expect("within a segment");
+        for &c in claimed {
+            let b = c.block();
+            let key = self.block(b).key;
+            self.watch.touch(&key);
+            if self.block(b).used.dup() {
+                self.seg_mut(s).dup_keys -= 1;
+            }
+            let block = self.block_mut(b);
+            block.used = block.used.with_refs(1);
         }
-        let block = self.block_mut(b);
-        block.used = block.used.with_refs(1);
         let slot = self.seg(s).entry;
-        let at = self.seg(s).position(&key, self.block);
-        self.cut(s, at);
-        self.cached -= 1;
-        self.allocated += 1;
-        self.took(slot, 1)
+        if n == 1 {
+            self.cut(s, at);
+        } else {
+            debug_assert_eq!(at, 0, "a run is claimed from its segment's head");
+            let block = self.block;
+            let seg = self.seg_mut(s);
+            seg.first += u64::from(n) * block;
+            seg.count -= n;
+            if seg.count == 0 {
+                self.unlink_seg(s);
+            }
+        }
+        self.cached -= u64::from(n);
+        self.allocated += u64::from(n);
+        self.took(slot, u64::from(n))
     }
 
     /// Drops one holder; returns the holders left.

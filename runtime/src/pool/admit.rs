@@ -290,13 +290,10 @@ impl Pool {
             hit,
             "the hit changed within one attempt"
         );
-        for &c in &copies {
-            let (b, gone) = self.store.take_hit(c);
-            blocks.push(b);
-            if let Some(gone) = gone {
-                self.snaps.release(gone.snap, gone.session);
-            }
-        }
+        let snaps = &mut self.snaps;
+        self.store.take_hits(&copies, &mut blocks, |gone| {
+            snaps.release(gone.snap, gone.session);
+        });
         self.scratch.memo_hits = copies;
         w.header.units = units;
         let total = w.header.units.blocks_up(block);
