@@ -99,25 +99,31 @@ enum Held {
 /// A [`Held`] in one word, as the table stores it: a table entry is then 24
 /// bytes, not 32. The table is probed cold at each eviction and each hit walk's
 /// first key, and a pool of 1-block entries keeps a lone key per block (issue #35
-/// item 3). A lone key is kept as its offset from its group's first slot (below
-/// 2^31: see [`Word::lone`]).
+/// item 3). A lone key is kept as its offset's low 31 bits, which tell it from
+/// every other offset of its group while a group spans at most 2^31 units
+/// ([`Lones`]): a lookup compares them with no arithmetic on the group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Word(u64);
 
 impl Word {
     const LONE: u64 = 1 << 63;
-    /// The largest offset within a group a lone key may have.
-    const MAX_WITHIN: u64 = (1 << 31) - 1;
+    /// The bits of a lone key's offset kept.
+    const LOW: u64 = (1 << 31) - 1;
 
     fn group(group: u32) -> Word {
         Word(u64::from(group))
     }
 
-    /// A lone key `within` units after its group's first slot; `None` when that
-    /// does not fit (only for blocks of 2^31 units or more: a group spans at most
-    /// 512 units or one block).
-    fn lone(within: u64, first: CopyRef) -> Option<Word> {
-        (within <= Word::MAX_WITHIN).then_some(Word(Word::LONE | within << 32 | u64::from(first.0)))
+    fn lone(offset: u64, first: CopyRef) -> Word {
+        Word(Word::LONE | (offset & Word::LOW) << 32 | u64::from(first.0))
+    }
+
+    /// The first copy, when this is the lone key `offset` (`None`: a group, or
+    /// another key of the group).
+    #[inline]
+    fn lone_copy(self, offset: u64) -> Option<CopyRef> {
+        (self.0 >> 32 == (Word::LONE >> 32 | (offset & Word::LOW)))
+            .then_some(CopyRef(self.0 as u32))
     }
 
     /// Its meaning for a group whose first slot is at offset `base`.
@@ -126,8 +132,9 @@ impl Word {
         if self.0 & Word::LONE == 0 {
             Held::Group(self.0 as u32)
         } else {
+            let low = (self.0 >> 32) & Word::LOW;
             Held::Lone {
-                offset: base + ((self.0 >> 32) & Word::MAX_WITHIN),
+                offset: base + (low.wrapping_sub(base) & Word::LOW),
                 first: CopyRef(self.0 as u32),
             }
         }
@@ -140,10 +147,20 @@ impl Word {
     }
 }
 
+/// Whether an index keeps a group's first key as a lone key: only where a group
+/// spans at most 2^31 units (blocks below 2^31 units: a group spans at most 512
+/// units or one block), so that a [`Word`] tells its keys apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lones {
+    Kept,
+    Never,
+}
+
 /// See the module documentation.
 #[derive(Debug)]
 pub(crate) struct Index {
     per_block: PerBlock,
+    lones: Lones,
     /// log2 of the blocks a group holds.
     shift: u32,
     groups_of: FxMap<GroupKey, Word>,
@@ -194,8 +211,7 @@ enum Place {
     },
     /// The group key holds one lone key, this one or another of its group.
     Lone {
-        offset: u64,
-        first: CopyRef,
+        word: Word,
     },
 }
 
@@ -204,13 +220,20 @@ impl Index {
     pub fn new(block: u64) -> Index {
         let block = block.max(1);
         let width = (GROUP_UNITS / block).max(1);
+        let shift = width.ilog2().min(MAX_GROUP_SHIFT);
+        let span = u128::from(block) << shift;
         Index {
+            lones: if span <= 1 << 31 {
+                Lones::Kept
+            } else {
+                Lones::Never
+            },
             per_block: if block.is_power_of_two() {
                 PerBlock::Shift(block.trailing_zeros())
             } else {
                 PerBlock::Div(block)
             },
-            shift: width.ilog2().min(MAX_GROUP_SHIFT),
+            shift,
             groups_of: FxMap::default(),
             groups: Vec::new(),
             slots: Vec::new(),
@@ -253,13 +276,15 @@ impl Index {
         let (gk, i, phase) = self.split(key);
         let group = match near.0 {
             Some((last, group)) if last == gk => group,
-            _ => match self.groups_of.get(&gk)?.held(self.base(gk)) {
-                Held::Group(group) => {
-                    near.0 = Some((gk, group));
-                    group
+            _ => {
+                let word = *self.groups_of.get(&gk)?;
+                if word.0 & Word::LONE != 0 {
+                    return Some(Place::Lone { word });
                 }
-                Held::Lone { offset, first } => return Some(Place::Lone { offset, first }),
-            },
+                let group = word.0 as u32;
+                near.0 = Some((gk, group));
+                group
+            }
         };
         Some(self.in_group(group, i, phase))
     }
@@ -287,7 +312,7 @@ impl Index {
     pub fn get_near(&self, key: &BlockKey, near: &mut Near) -> Option<CopyRef> {
         match self.place_near(key, near)? {
             Place::Dense { at, .. } => Some(self.slots[at]),
-            Place::Lone { offset, first } => (offset == key.offset).then_some(first),
+            Place::Lone { word } => word.lone_copy(key.offset),
             Place::Stray { group } => {
                 if self.groups[group as usize].stray == 0 {
                     None
@@ -379,14 +404,12 @@ impl Index {
         let group = match self.last {
             Some((last, group)) if last == gk => group,
             _ => match self.groups_of.entry(gk) {
-                MapEntry::Vacant(v) => {
-                    if let Some(word) = Word::lone(key.offset - base, b) {
-                        v.insert(word);
-                        self.len += 1;
-                        return None;
-                    }
-                    self.open_group(gk, phase)
+                MapEntry::Vacant(v) if self.lones == Lones::Kept => {
+                    v.insert(Word::lone(key.offset, b));
+                    self.len += 1;
+                    return None;
                 }
+                MapEntry::Vacant(_) => self.open_group(gk, phase),
                 MapEntry::Occupied(o) => match o.get().held(base) {
                     Held::Group(group) => group,
                     Held::Lone { offset, first } if offset == key.offset => return Some(first),

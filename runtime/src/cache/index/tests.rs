@@ -74,8 +74,14 @@ proptest! {
         agrees_with_a_map(3, ops)?;
     }
 
-    /// Blocks so large that a key's offset within its block may not fit a lone
-    /// key's word (`Word::lone`).
+    /// The largest blocks with lone keys: a group is one block of 2^31 units.
+    #[test]
+    fn index_r7_first_copy_agrees_with_a_map_block_2_31(ops in prop::collection::vec(op(), 1..300)) {
+        agrees_with_a_map(1 << 31, ops)?;
+    }
+
+    /// Blocks so large that two offsets of a group may share the low bits a lone
+    /// key's word keeps (`Lones::Never`).
     #[test]
     fn index_r7_first_copy_agrees_with_a_map_block_3_times_2_31(ops in prop::collection::vec(op(), 1..300)) {
         agrees_with_a_map(3 << 31, ops)?;
@@ -256,32 +262,40 @@ fn index_keeps_a_lone_key_out_of_the_groups_until_a_second_comes() {
 }
 
 #[test]
-fn index_files_a_key_too_far_into_its_block_for_a_lone_word_in_a_group() {
-    // A group of one block of 3 * 2^31 units: a key 2^31 units into it cannot be
-    // kept as a lone key's word, one 2^31 - 1 units into it can.
-    let block = 3 << 31;
+fn index_keeps_lone_keys_only_where_a_group_spans_at_most_2_31_units() {
+    // Blocks of 2^31 units: a group is one block, and a lone key's word keeps the
+    // low 31 bits of its offset, which tell apart every offset of the group.
+    let block = 1 << 31;
     let mut index = Index::new(block);
-    let far = key(8, 5 * block + (1 << 31));
-    let near = key(9, 5 * block + (1 << 31) - 1);
-    assert_eq!(index.insert_or_first(far, CopyRef(1)), None);
-    assert_eq!(index.insert_or_first(near, CopyRef(2)), None);
-    assert_eq!(index.held((RunId(8), 5)), Some(Held::Group(0)));
+    let (a, b) = (key(8, 5 * block + block - 1), key(8, 5 * block + 3));
+    assert_eq!(index.insert_or_first(a, CopyRef(1)), None);
     assert_eq!(
-        index.held((RunId(9), 5)),
+        index.held((RunId(8), 5)),
         Some(Held::Lone {
-            offset: near.offset,
-            first: CopyRef(2)
+            offset: a.offset,
+            first: CopyRef(1)
         })
     );
-    assert_eq!(index.insert_or_first(far, CopyRef(3)), Some(CopyRef(1)));
+    assert_eq!((index.get(&a), index.get(&b)), (Some(CopyRef(1)), None));
+    index.check().unwrap();
+    // Blocks of 3 * 2^31 units: two offsets of one group may share their low 31
+    // bits, so every key has a group.
+    let block = 3 << 31;
+    let mut index = Index::new(block);
+    let (a, b) = (key(8, 5 * block + 7), key(8, 5 * block + (1 << 31) + 7));
+    assert_eq!(index.insert_or_first(a, CopyRef(1)), None);
+    assert_eq!(index.held((RunId(8), 5)), Some(Held::Group(0)));
+    assert_eq!((index.get(&a), index.get(&b)), (Some(CopyRef(1)), None));
+    assert_eq!(index.insert_or_first(b, CopyRef(2)), None);
+    assert_eq!(index.insert_or_first(a, CopyRef(3)), Some(CopyRef(1)));
     assert_eq!(
-        (index.get(&far), index.get(&near)),
+        (index.get(&a), index.get(&b)),
         (Some(CopyRef(1)), Some(CopyRef(2)))
     );
     index.check().unwrap();
-    assert_eq!(index.release(far, CopyRef(1), None), None);
-    assert_eq!(index.release(near, CopyRef(2), None), None);
-    assert_eq!((index.get(&far), index.len()), (None, 0));
+    assert_eq!(index.release(a, CopyRef(1), None), None);
+    assert_eq!(index.release(b, CopyRef(2), None), None);
+    assert_eq!((index.get(&a), index.len()), (None, 0));
     index.check().unwrap();
 }
 
