@@ -618,9 +618,16 @@ impl Store {
             n <= self.entry(slot).blocks,
             "evicting more blocks than an entry has"
         );
-        if let Some(gone) = self.evict_whole(slot, n) {
-            return Some(gone);
+        match self.evict_whole(slot, n) {
+            Some(gone) => Some(gone),
+            None => self.evict_tail_segs(slot, n),
         }
+    }
+
+    /// [`Store::evict_tail_n`] segment by segment, out of line so that the usual
+    /// case above stays small.
+    #[inline(never)]
+    fn evict_tail_segs(&mut self, slot: EntrySlot, n: u64) -> Option<Gone> {
         let mut left = n;
         while left > 0 {
             let t = self.entry(slot).tail;
@@ -673,10 +680,17 @@ impl Store {
         }
         let (count, last) = (seg.count, seg.key_at(seg.count - 1, self.block));
         let (blocks, hits, free) = (&mut self.blocks, &mut self.hits, &mut self.free_blocks);
-        self.index
-            .remove_only_copies(last.run, last.offset, count, |c| {
-                recycle(blocks, hits, free, c.block());
-            });
+        if count == 1 {
+            // A 1-block entry, the usual one of 1-block holds: the one-key removal,
+            // without the loop over a group's slots.
+            let c = self.index.remove_only(last);
+            recycle(blocks, hits, free, c.block());
+        } else {
+            self.index
+                .remove_only_copies(last.run, last.offset, count, |c| {
+                    recycle(blocks, hits, free, c.block());
+                });
+        }
         self.seg_mut(t).count = 0;
         if t.place().is_err() {
             self.free_segs.push(t);

@@ -527,6 +527,8 @@ impl Queue {
     pub fn take(&mut self, pick: Pick) -> Waiting {
         let slot = match pick {
             Pick::Preempted => self.preempted.pop().expect("picked an empty stack"),
+            // The head, the usual pick (fifo's every pick), without `remove`'s shifting.
+            Pick::Queued(0) => self.fifo.pop_front().expect("picked index in range"),
             Pick::Queued(i) => self.fifo.remove(i).expect("picked index in range"),
             Pick::Indexed => self
                 .index

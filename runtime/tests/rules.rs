@@ -1647,6 +1647,43 @@ fn operations_refuse_bad_input_without_changing_anything() {
 }
 
 #[test]
+fn a_session_waits_or_holds_and_each_operation_refuses_the_other_place() {
+    // One map keeps both places (pool/sessions.rs): a waiting session is neither
+    // released nor enqueued again, a holding one neither enqueued nor revised as
+    // waiting, and the refusals leave it where it was.
+    let mut w = World::new(2, 1);
+    w.enqueue(1, hdr(2, &[(1, 2)]));
+    w.enqueue(2, hdr(2, &[(2, 2)]));
+    w.settle();
+    assert!(!w.pool.is_waiting(s(1)) && w.pool.hold(s(1)).is_some());
+    assert!(w.pool.is_waiting(s(2)) && w.pool.hold(s(2)).is_none());
+    let env = w.env.clone();
+    assert!(matches!(
+        w.pool.release(0.0, s(2), &env),
+        Err(poolrt::Error::NotHolding(_))
+    ));
+    assert!(matches!(
+        w.pool.enqueue(0.0, s(2), hdr(1, &[(3, 1)]), &env),
+        Err(poolrt::Error::AlreadyInPool(_))
+    ));
+    assert!(matches!(
+        w.pool
+            .set_waiting_header(s(1), Units(1), Units(1), None, &env),
+        Err(poolrt::Error::NotWaiting(_))
+    ));
+    assert!(w.pool.is_waiting(s(2)) && w.pool.hold(s(1)).is_some());
+    assert_eq!((w.pool.holders(), w.pool.waiting_sessions().len()), (1, 1));
+    w.checked();
+    // Released, the holder's place goes and the waiting one is admitted.
+    w.pool.release(0.0, s(1), &env).unwrap();
+    w.settle();
+    assert!(w.pool.hold(s(1)).is_none() && !w.pool.is_waiting(s(1)));
+    assert!(w.pool.hold(s(2)).is_some());
+    assert_eq!((w.pool.holders(), w.pool.waiting_sessions().len()), (1, 0));
+    w.checked();
+}
+
+#[test]
 fn the_log_is_off_by_default() {
     let mut p = Pool::new(PoolConfig::default()).unwrap();
     p.enqueue(0.0, SessionId(1), hdr(1, &[(1, 1)]), &TestEnv::default())

@@ -516,7 +516,7 @@ impl Index {
                 return None;
             }
         }
-        self.release_slow(key, b, next).err()
+        self.release_any_slow(key, b, next).err()
     }
 
     /// Removes the `n` keys of `run` at `offset`, `offset - block`, … (an entry's
@@ -600,11 +600,24 @@ impl Index {
     /// and returns it.
     #[inline(never)]
     fn first_copy_slow(&mut self, key: BlockKey) -> CopyRef {
+        // `release_slow` with its copy and successor known here, so that the checks
+        // on them fold away (an eviction of a 1-block entry comes here every time).
         let removed = self.release_slow(key, ANY, None);
         removed.expect("whichever copy is first is taken")
     }
 
+    /// [`Index::release`]'s slow path, out of line.
     #[inline(never)]
+    fn release_any_slow(
+        &mut self,
+        key: BlockKey,
+        b: CopyRef,
+        next: Option<CopyRef>,
+    ) -> Result<CopyRef, CopyRef> {
+        self.release_slow(key, b, next)
+    }
+
+    #[inline(always)]
     fn release_slow(
         &mut self,
         key: BlockKey,

@@ -7,8 +7,6 @@
 //! Which hold is selected is `select.rs`'s; making room is `evict.rs`'s. An attempt
 //! that does not admit changes nothing but the remembered walk.
 
-use std::collections::hash_map::Entry as MapEntry;
-
 use crate::cache::MAX_CHAIN_BLOCKS;
 use crate::env::Env;
 use crate::error::Error;
@@ -33,17 +31,14 @@ impl Pool {
         env: &E,
     ) -> Result<Enqueued, Error> {
         self.check_time(now)?;
-        if self.holders.contains(session) {
-            return Err(Error::AlreadyInPool(session));
-        }
-        // One probe of the waiting set both checks it and keeps the place to insert.
-        let MapEntry::Vacant(vacant) = self.waiting.entry(session) else {
+        // One probe both checks that the session is new and keeps its place.
+        let Ok(vacancy) = self.sessions.enter(session) else {
             return Err(Error::AlreadyInPool(session));
         };
         if header.chain.full_blocks(self.block) >= MAX_CHAIN_BLOCKS {
             return Err(Error::TooManyBlocks(session));
         }
-        // `begin`, field by field: `vacant` still borrows the waiting set.
+        // `begin`, field by field: `vacancy` still borrows the sessions.
         self.now = now;
         self.notices.clear();
         if let Some(cap) = self.cap_blocks
@@ -53,7 +48,7 @@ impl Pool {
             return Ok(Enqueued::Rejected);
         }
         let slot = self.queue.push(session, header, now);
-        vacant.insert(slot);
+        vacancy.wait(slot);
         if let Some(f) = &mut self.fair {
             f.enter(session, Entering::Arrival, env);
         }
@@ -139,9 +134,9 @@ impl Pool {
         max_hit: Option<Units>,
         env: &E,
     ) -> Result<(), Error> {
-        let slot = *self
-            .waiting
-            .get(&session)
+        let slot = self
+            .sessions
+            .waiting_slot(session)
             .ok_or(Error::NotWaiting(session))?;
         if let Some(cap) = self.cap_blocks
             && units.max(reserve).blocks_up(self.block) > cap
@@ -272,7 +267,6 @@ impl Pool {
         let block = self.block;
         let mut w = self.queue.take(pick);
         let session = w.session;
-        self.waiting.remove(&session);
         if let Some(f) = &mut self.fair {
             f.leave(session);
         }
@@ -303,7 +297,8 @@ impl Pool {
             blocks.push(self.store.alloc());
         }
         self.store.alloc_anonymous(total - physical);
-        let mut h = Holder {
+        // Built in its slot (registration follows there), not moved into it.
+        let held = self.holders.admit(Holder {
             session: w.session,
             units: w.header.units.0,
             computed: hit * block,
@@ -315,9 +310,9 @@ impl Pool {
             admitted: self.now,
             seq: w.seq,
             order: Links::default(),
-        };
-        register_new(&mut self.store, &mut h, block);
-        let held = self.holders.admit(h);
+        });
+        register_new(&mut self.store, self.holders.get_mut(held), block);
+        self.sessions.admitted(session, held);
         // Tier-hit blocks within the allocation are loaded, not computed; each
         // counts a hit in the tier (R31).
         let loaded = tier_blocks.min(units.blocks_down(block).saturating_sub(hit));

@@ -40,8 +40,8 @@ impl Pool {
     ) -> Result<Grown, Error> {
         self.check_time(now)?;
         let slot = self
-            .holders
-            .slot_of(session)
+            .sessions
+            .holder_slot(session)
             .ok_or(Error::NotHolding(session))?;
         let h = self.holders.get(slot);
         if h.pending_grow.is_some() {
@@ -79,8 +79,8 @@ impl Pool {
     pub(super) fn grow_waiting<E: Env + ?Sized>(&mut self, env: &E) -> bool {
         while let Some(&session) = self.pending.front() {
             let slot = self
-                .holders
-                .slot_of(session)
+                .sessions
+                .holder_slot(session)
                 .expect("a pending grow's session holds");
             let h = self.holders.get(slot);
             let by = h.pending_grow.expect("a pending holder has a pending grow");
@@ -174,7 +174,11 @@ impl Pool {
     /// head of the queue with the units it held (`waited` restarts now); under
     /// `requeue keyed` (R19) it waits by its keys at its first enqueue's place.
     fn preempt_holder<E: Env + ?Sized>(&mut self, session: SessionId, env: &E) {
-        let mut h = self.remove_holder(session);
+        let held = self
+            .sessions
+            .holder_slot(session)
+            .expect("a preempted session holds");
+        let mut h = self.remove_holder(held);
         let units = Units(h.units);
         // Releasing needs no chain, so the hold moves its chain back to the queue.
         let header = Header {
@@ -195,7 +199,7 @@ impl Pool {
                 slot
             }
         };
-        self.waiting.insert(session, slot);
+        self.sessions.requeued(session, slot);
         if let Some(f) = &mut self.fair {
             f.enter(session, Entering::Requeued, env);
         }

@@ -1,11 +1,11 @@
 //! The holders of one pool member: each hold's units, computed prefix and blocks
-//! ([`Holder`]), a slab of them, the session → slot map, and the admission order as a
-//! list through the slots (R13 `lifo` takes its victims from the latest end, R18
+//! ([`Holder`]), a slab of them, and the admission order as a list through the
+//! slots (R13 `lifo` takes its victims from the latest end, R18
 //! scans it from the earliest; linking and unlinking allocate nothing). It stores
 //! holders and keeps the order; it does not touch the block table, decide fits or
-//! choose victims (`grow.rs` does).
+//! choose victims (`grow.rs` does), and it does not map sessions to slots
+//! (`sessions.rs` does).
 
-use crate::hash::FxMap;
 use crate::types::{BlockId, Header, SessionId};
 
 /// A holder's slot in the slab (stable while it holds; reused after it leaves).
@@ -74,7 +74,8 @@ impl Holder {
 pub(super) struct Holders {
     slots: Vec<Option<Holder>>,
     free: Vec<HolderSlot>,
-    of: FxMap<SessionId, HolderSlot>,
+    /// Slots in use.
+    len: usize,
     /// Ends of the admission order (NIL when nobody holds).
     first: HolderSlot,
     last: HolderSlot,
@@ -85,7 +86,7 @@ impl Default for Holders {
         Holders {
             slots: Vec::new(),
             free: Vec::new(),
-            of: FxMap::default(),
+            len: 0,
             first: HolderSlot::NIL,
             last: HolderSlot::NIL,
         }
@@ -93,17 +94,9 @@ impl Default for Holders {
 }
 
 impl Holders {
-    /// Sessions holding here.
+    /// Holders here.
     pub fn len(&self) -> usize {
-        self.of.len()
-    }
-
-    pub fn slot_of(&self, session: SessionId) -> Option<HolderSlot> {
-        self.of.get(&session).copied()
-    }
-
-    pub fn contains(&self, session: SessionId) -> bool {
-        self.of.contains_key(&session)
+        self.len
     }
 
     pub fn get(&self, slot: HolderSlot) -> &Holder {
@@ -161,8 +154,8 @@ impl Holders {
     }
 
     /// A new holder, last in admission order.
+    #[inline]
     pub fn admit(&mut self, mut h: Holder) -> HolderSlot {
-        let session = h.session;
         h.order = Links {
             earlier: self.last,
             later: HolderSlot::NIL,
@@ -177,7 +170,7 @@ impl Holders {
                 HolderSlot(u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 holders"))
             }
         };
-        self.of.insert(session, slot);
+        self.len += 1;
         if self.last == HolderSlot::NIL {
             self.first = slot;
         } else {
@@ -187,12 +180,9 @@ impl Holders {
         slot
     }
 
-    /// Takes a holder out of the slab, the map and the admission order.
-    pub fn remove(&mut self, session: SessionId) -> Holder {
-        let slot = self
-            .of
-            .remove(&session)
-            .expect("removing a holder that exists");
+    /// Takes a holder out of the slab and the admission order.
+    pub fn remove(&mut self, slot: HolderSlot) -> Holder {
+        self.len -= 1;
         let h = self.slots[slot.index()].take().expect("holder slot in use");
         self.free.push(slot);
         let Links { earlier, later } = h.order;

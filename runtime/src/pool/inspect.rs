@@ -34,7 +34,7 @@ impl Pool {
     }
 
     pub fn holders(&self) -> usize {
-        self.holders.len()
+        self.sessions.holding()
     }
 
     /// Holders whose grow waits (`preempt none`), which `retry_grows` retries.
@@ -75,7 +75,7 @@ impl Pool {
     }
 
     pub fn hold(&self, session: SessionId) -> Option<HoldInfo> {
-        let h = self.holders.get(self.holders.slot_of(session)?);
+        let h = self.holders.get(self.sessions.holder_slot(session)?);
         Some(HoldInfo {
             units: Units(h.units),
             computed: Units(h.computed),
@@ -87,12 +87,12 @@ impl Pool {
     /// The content chain `session` holds with (its header's, as enqueued): a host
     /// that continues the session in another pool enqueues it there (R25).
     pub fn held_chain(&self, session: SessionId) -> Option<&Chain> {
-        let h = self.holders.get(self.holders.slot_of(session)?);
+        let h = self.holders.get(self.sessions.holder_slot(session)?);
         Some(&h.header.chain)
     }
 
     pub fn is_waiting(&self, session: SessionId) -> bool {
-        self.waiting.contains_key(&session)
+        self.sessions.waiting_slot(session).is_some()
     }
 
     /// Whether its entry keys read session attributes (so it snapshots them, S3). A
@@ -180,10 +180,12 @@ impl Pool {
                 return Err(format!("{} computed beyond its units", h.session));
             }
         }
-        if self.holders.len() != self.holders.listed() {
+        if self.holders.len() != self.holders.listed()
+            || self.sessions.holding() != self.holders.len()
+        {
             return Err("holder map and admission order disagree".into());
         }
-        if self.waiting.len() != self.queue.len() {
+        if self.sessions.waiting() != self.queue.len() {
             return Err("waiting set and queue disagree".into());
         }
         Ok(())

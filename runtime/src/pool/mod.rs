@@ -39,6 +39,7 @@ mod holders;
 mod inspect;
 mod release;
 mod select;
+mod sessions;
 mod tier;
 
 use std::collections::VecDeque;
@@ -50,8 +51,7 @@ use crate::config::{
 };
 use crate::error::Error;
 use crate::event::{Counters, Event, Notice, Record};
-use crate::hash::FxMap;
-use crate::queue::{Queue, WaitSlot};
+use crate::queue::Queue;
 use crate::types::{BlockId, BlockKey, EntryId, Limit, SessionId, Units};
 
 #[cfg(doc)]
@@ -62,6 +62,7 @@ pub use fair::Charge;
 use fair::Fair;
 use hits::HitMemo;
 use holders::Holders;
+use sessions::Sessions;
 
 pub use crate::config::ConfigError;
 
@@ -194,8 +195,8 @@ pub struct Pool {
     store: Store,
     holders: Holders,
     queue: Queue,
-    /// Waiting session → its queue slot.
-    waiting: FxMap<SessionId, WaitSlot>,
+    /// Waiting and holding sessions → their queue or holder slots.
+    sessions: Sessions,
     /// Holders whose grow waits, in the order the grows failed.
     pending: VecDeque<SessionId>,
     now: f64,
@@ -268,7 +269,7 @@ impl Pool {
             store: Store::new(block, hit_counts),
             holders: Holders::default(),
             queue,
-            waiting: FxMap::default(),
+            sessions: Sessions::default(),
             pending: VecDeque::new(),
             now: f64::NEG_INFINITY,
             scratch: Scratch::default(),

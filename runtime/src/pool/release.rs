@@ -10,15 +10,15 @@ use crate::event::Event;
 use crate::types::{SessionId, Units};
 
 use super::Pool;
-use super::holders::Holder;
+use super::holders::{Holder, HolderSlot};
 
 impl Pool {
     /// Sets how many leading units of a hold are computed (what R14 caches at
     /// release and R13 at preemption). Hits count as computed from admission.
     pub fn set_computed(&mut self, session: SessionId, computed: Units) -> Result<(), Error> {
         let slot = self
-            .holders
-            .slot_of(session)
+            .sessions
+            .holder_slot(session)
             .ok_or(Error::NotHolding(session))?;
         let h = self.holders.get_mut(slot);
         if computed.0 > h.units {
@@ -40,21 +40,23 @@ impl Pool {
         env: &E,
     ) -> Result<Units, Error> {
         self.check_time(now)?;
-        if !self.holders.contains(session) {
-            return Err(Error::NotHolding(session));
-        }
+        let slot = self
+            .sessions
+            .released(session)
+            .ok_or(Error::NotHolding(session))?;
         self.begin(now);
-        let h = self.remove_holder(session);
+        let h = self.remove_holder(slot);
         let cached = self.release_blocks(h, env);
         self.record(Event::Release { session, cached });
         Ok(cached)
     }
 
-    /// Takes a holder out of every holder structure, its waiting grow included.
-    pub(super) fn remove_holder(&mut self, session: SessionId) -> Holder {
-        let h = self.holders.remove(session);
+    /// Takes a holder out of the holders and the waiting grows (its session's
+    /// place is the caller's).
+    pub(super) fn remove_holder(&mut self, slot: HolderSlot) -> Holder {
+        let h = self.holders.remove(slot);
         if h.pending_grow.is_some() {
-            self.pending.retain(|&s| s != session);
+            self.pending.retain(|&s| s != h.session);
         }
         h
     }

@@ -25,7 +25,7 @@ impl Pool {
     /// attempt and need no notice). A host must call it for every waiting session
     /// whose attributes it changes; for sessions not waiting it does nothing.
     pub fn attrs_changed<E: Env + ?Sized>(&mut self, session: SessionId, env: &E) {
-        if let Some(&slot) = self.waiting.get(&session)
+        if let Some(slot) = self.sessions.waiting_slot(session)
             && self.queue.is_indexed()
             && !self.queue.is_preempted(slot)
         {
