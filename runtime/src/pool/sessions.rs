@@ -2,9 +2,9 @@
 //! (its holder slot), in one map, so that an enqueue's two checks (not holding, not
 //! waiting) take one probe and an admission turns the waiting session into a holder
 //! in place instead of removing it from one map and inserting it into another
-//! (issue #35 item 3: the 1-block admission path spent about 90 instructions an
-//! admission on the second map). It keeps the places; the queue and the holders
-//! keep what is at them.
+//! (issue #35 item 3: the second map cost the 1-block admission path about 120
+//! instructions an admission, docs/PERFORMANCE.md). It keeps the places; the queue
+//! and the holders keep what is at them.
 
 use std::collections::hash_map::Entry as MapEntry;
 
