@@ -618,16 +618,9 @@ impl Store {
             n <= self.entry(slot).blocks,
             "evicting more blocks than an entry has"
         );
-        match self.evict_whole(slot, n) {
-            Some(gone) => Some(gone),
-            None => self.evict_tail_segs(slot, n),
+        if let Some(gone) = self.evict_whole(slot, n) {
+            return Some(gone);
         }
-    }
-
-    /// [`Store::evict_tail_n`] segment by segment, out of line so that the usual
-    /// case above stays small.
-    #[inline(never)]
-    fn evict_tail_segs(&mut self, slot: EntrySlot, n: u64) -> Option<Gone> {
         let mut left = n;
         while left > 0 {
             let t = self.entry(slot).tail;

@@ -447,6 +447,7 @@ impl Index {
 
     /// Files `key` (slot `i` of its group, at `phase`) in `group`: in its slot when
     /// in step with the group, else in the stray table.
+    #[inline]
     fn put(&mut self, group: u32, key: BlockKey, i: usize, phase: u64, b: CopyRef) {
         let g = &mut self.groups[group as usize];
         if g.dense == 0 {
