@@ -401,20 +401,11 @@ impl Queue {
         enqueued: f64,
         seq: u64,
     ) -> WaitSlot {
-        let w = Waiting {
-            session,
-            header,
-            enqueued,
-            seq,
-        };
         self.len += 1;
-        match self.free.pop() {
-            Some(s) => {
-                self.slots[s.index()] = Some(w);
-                s
-            }
+        let s = match self.free.pop() {
+            Some(s) => s,
             None => {
-                self.slots.push(Some(w));
+                self.slots.push(None);
                 let s = u32::try_from(self.slots.len() - 1)
                     .ok()
                     .filter(|&s| s != u32::MAX)
@@ -425,7 +416,19 @@ impl Queue {
                 }
                 s
             }
-        }
+        };
+        // Written in its slot, not assigned: an assignment drops the old value
+        // first, so the new one was built on the stack a word at a time and copied
+        // out in wider loads that straddled those words, a store-forwarding stall
+        // in every enqueue (docs/PERFORMANCE.md, "Store-forwarding stalls").
+        let old = self.slots[s.index()].replace(Waiting {
+            session,
+            header,
+            enqueued,
+            seq,
+        });
+        debug_assert!(old.is_none(), "a free queue slot was in use");
+        s
     }
 
     /// Appends a hold in enqueue order. For an indexed queue the caller must then

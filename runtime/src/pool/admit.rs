@@ -303,7 +303,7 @@ impl Pool {
             units: w.header.units.0,
             computed: hit * block,
             header: w.header,
-            blocks,
+            blocks: Vec::new(),
             anonymous: total - physical,
             keyed: hit,
             pending_grow: None,
@@ -311,7 +311,13 @@ impl Pool {
             seq: w.seq,
             order: Links::default(),
         });
-        register_new(&mut self.store, self.holders.get_mut(held), block);
+        // Its blocks go in after: as a field of the value built above, the list
+        // was copied through the stack in pieces that the wider loads of the next
+        // copy straddled, a store-forwarding stall in every admission
+        // (docs/PERFORMANCE.md, "Store-forwarding stalls").
+        let holder = self.holders.get_mut(held);
+        holder.blocks = blocks;
+        register_new(&mut self.store, holder, block);
         self.sessions.admitted(session, held);
         // Tier-hit blocks within the allocation are loaded, not computed; each
         // counts a hit in the tier (R31).
