@@ -6,7 +6,7 @@
 //! `cache.rs` owns every record and all that changes them; this file only says how
 //! they are laid out and read.
 
-use crate::types::{BlockId, BlockKey, RunId};
+use crate::types::{BlockId, BlockKey, RunId, per_block};
 
 use super::EntrySlot;
 
@@ -192,7 +192,7 @@ impl Segment {
     /// The position of `key`, which the segment holds.
     pub(super) fn position(&self, key: &BlockKey, block: u64) -> u32 {
         debug_assert!(key.run == self.run && key.offset >= self.first);
-        let i = (key.offset - self.first) / block;
+        let i = per_block(key.offset - self.first, block);
         debug_assert!(i < u64::from(self.count) && (key.offset - self.first).is_multiple_of(block));
         i as u32
     }

@@ -183,9 +183,12 @@ impl Holders {
     /// Takes a holder out of the slab and the admission order.
     pub fn remove(&mut self, slot: HolderSlot) -> Holder {
         self.len -= 1;
+        // The links are read in the slot: read from the moved-out copy, they
+        // waited for the copy's stores to reach the cache (a store-forwarding
+        // stall in every release, docs/PERFORMANCE.md).
+        let Links { earlier, later } = self.get(slot).order;
         let h = self.slots[slot.index()].take().expect("holder slot in use");
         self.free.push(slot);
-        let Links { earlier, later } = h.order;
         if earlier == HolderSlot::NIL {
             self.first = later;
         } else {

@@ -65,7 +65,7 @@ impl Pool {
     /// holds become one new entry, in chain order; the rest is freed. Returns the
     /// units cached.
     pub(super) fn release_blocks<E: Env + ?Sized>(&mut self, mut h: Holder, env: &E) -> Units {
-        let full = h.computed / self.block;
+        let full = Units(h.computed).blocks_down(self.block);
         let (session, now, snaps) = (h.session, self.now, &mut self.snaps);
         let opened = self.store.cache_released(&h.blocks, full, |store| {
             let snap = snaps.acquire(session);
