@@ -461,17 +461,11 @@ impl Store {
             block.used = block.used.with_refs(1);
         }
         let slot = self.seg(s).entry;
-        if n == 1 {
-            self.cut(s, at);
+        if at == 0 {
+            self.cut_head(s, n);
         } else {
-            debug_assert_eq!(at, 0, "a run is claimed from its segment's head");
-            let block = self.block;
-            let seg = self.seg_mut(s);
-            seg.first += u64::from(n) * block;
-            seg.count -= n;
-            if seg.count == 0 {
-                self.unlink_seg(s);
-            }
+            debug_assert_eq!(n, 1, "a run is claimed from its segment's head");
+            self.cut(s, at);
         }
         self.cached -= u64::from(n);
         self.allocated += u64::from(n);
@@ -630,15 +624,7 @@ impl Store {
             };
             let take = u32::try_from(left.min(u64::from(count))).expect("within a segment");
             if plain && !self.watch.on() {
-                // The usual case: each key its only copy and no walk watching: the
-                // keys leave the index together, their blocks with them.
-                let last = self.seg(t).key_at(count - 1, self.block);
-                let (blocks, hits, free) =
-                    (&mut self.blocks, &mut self.hits, &mut self.free_blocks);
-                self.index
-                    .remove_only_copies(last.run, last.offset, take, |c| {
-                        recycle(blocks, hits, free, c.block());
-                    });
+                self.evict_plain(t, take);
             } else {
                 for at in (count - take..count).rev() {
                     let key = self.seg(t).key_at(at, self.block);
@@ -671,19 +657,7 @@ impl Store {
         if seg.dup_keys != 0 {
             return None;
         }
-        let (count, last) = (seg.count, seg.key_at(seg.count - 1, self.block));
-        let (blocks, hits, free) = (&mut self.blocks, &mut self.hits, &mut self.free_blocks);
-        if count == 1 {
-            // A 1-block entry, the usual one of 1-block holds: the one-key removal,
-            // without the loop over a group's slots.
-            let c = self.index.remove_only(last);
-            recycle(blocks, hits, free, c.block());
-        } else {
-            self.index
-                .remove_only_copies(last.run, last.offset, count, |c| {
-                    recycle(blocks, hits, free, c.block());
-                });
-        }
+        self.evict_plain(t, seg.count);
         self.seg_mut(t).count = 0;
         if t.place().is_err() {
             self.free_segs.push(t);
@@ -697,6 +671,41 @@ impl Store {
         gone
     }
 
+    /// The `take` tail keys of segment `t` leave the index together and their
+    /// blocks are freed, where each key is its block's only copy and no walk is
+    /// watching (R10's usual case; the segment's count is the caller's).
+    #[inline(always)]
+    fn evict_plain(&mut self, t: SegId, take: u32) {
+        let seg = self.seg(t);
+        debug_assert!(seg.dup_keys == 0 && !self.watch.on() && take <= seg.count);
+        let last = seg.key_at(seg.count - 1, self.block);
+        let (blocks, hits, free) = (&mut self.blocks, &mut self.hits, &mut self.free_blocks);
+        if take == 1 {
+            // One key (every Evict moment of a 1-block entry, the usual one of
+            // 1-block holds): the one-key removal in line, without the call and
+            // the loop over a group's slots.
+            let c = self.index.remove_only(last);
+            recycle(blocks, hits, free, c.block());
+        } else {
+            self.index
+                .remove_only_copies(last.run, last.offset, take, |c| {
+                    recycle(blocks, hits, free, c.block());
+                });
+        }
+    }
+
+    /// Takes the first `n` blocks out of segment `s` (claimed by a hit); a segment
+    /// left empty goes.
+    fn cut_head(&mut self, s: SegId, n: u32) {
+        let block = self.block;
+        let seg = self.seg_mut(s);
+        seg.first += u64::from(n) * block;
+        seg.count -= n;
+        if seg.count == 0 {
+            self.unlink_seg(s);
+        }
+    }
+
     /// Takes position `at` out of segment `s` (a claimed block): the segment
     /// shrinks at an end, or splits in two, the blocks after `at` moving to a new
     /// segment; a segment left empty goes.
@@ -704,10 +713,9 @@ impl Store {
         let block = self.block;
         let count = self.seg(s).count;
         if at == 0 {
-            let seg = self.seg_mut(s);
-            seg.first += block;
-            seg.count -= 1;
+            self.cut_head(s, 1);
         } else if at + 1 == count {
+            // At the tail end of a segment of two or more: it keeps its head.
             self.seg_mut(s).count -= 1;
         } else {
             let after = self.new_seg_after(s, at + 1);
@@ -722,10 +730,6 @@ impl Store {
                     self.seg_mut(after).dup_keys += 1;
                 }
             }
-            return;
-        }
-        if self.seg(s).count == 0 {
-            self.unlink_seg(s);
         }
     }
 }

@@ -32,7 +32,7 @@ impl Pool {
     ) -> Result<Enqueued, Error> {
         self.check_time(now)?;
         // One probe both checks that the session is new and keeps its place.
-        let Ok(vacancy) = self.sessions.enter(session) else {
+        let Some(vacancy) = self.sessions.enter(session) else {
             return Err(Error::AlreadyInPool(session));
         };
         if header.chain.full_blocks(self.block) >= MAX_CHAIN_BLOCKS {

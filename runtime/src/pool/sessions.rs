@@ -16,7 +16,7 @@ use super::holders::HolderSlot;
 
 /// Where a known session is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Place {
+enum Place {
     Waiting(WaitSlot),
     Holding(HolderSlot),
 }
@@ -30,7 +30,7 @@ pub(super) struct Sessions {
 
 impl Sessions {
     #[inline]
-    pub fn place(&self, session: SessionId) -> Option<Place> {
+    fn place(&self, session: SessionId) -> Option<Place> {
         self.of.get(&session).copied()
     }
 
@@ -60,13 +60,13 @@ impl Sessions {
         self.of.len() - self.waiting
     }
 
-    /// A session new to the pool, in one probe: `Err` with its place when it is
-    /// known; else the vacancy, which [`Vacancy::wait`] fills.
+    /// A session new to the pool, in one probe: its vacancy, which
+    /// [`Vacancy::wait`] fills, or `None` when the session waits or holds already.
     #[inline]
-    pub fn enter(&mut self, session: SessionId) -> Result<Vacancy<'_>, Place> {
+    pub fn enter(&mut self, session: SessionId) -> Option<Vacancy<'_>> {
         match self.of.entry(session) {
-            MapEntry::Occupied(o) => Err(*o.get()),
-            MapEntry::Vacant(v) => Ok(Vacancy {
+            MapEntry::Occupied(_) => None,
+            MapEntry::Vacant(v) => Some(Vacancy {
                 v,
                 waiting: &mut self.waiting,
             }),
