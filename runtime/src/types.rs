@@ -320,6 +320,7 @@ impl Header {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     fn chain(runs: &[(u64, u64)]) -> Chain {
         Chain::new(
@@ -332,8 +333,6 @@ mod tests {
         )
         .unwrap()
     }
-
-    use proptest::strategy::Strategy;
 
     proptest::proptest! {
         /// R1 counts in whole blocks: the shift taken for a power-of-two block size
