@@ -9,6 +9,9 @@
 # shows up where wall-time ratios on a shared machine move by more than that
 # (docs/PERFORMANCE.md, "The 1-block admission path, counted"). What they do not
 # see, the TLB and the prefetchers among them, only `benches/primitives.sh` can.
+# The mispredictions row is callgrind's predictor (no history, indexed by address):
+# code that moves can turn branches that always go one way into "mispredicted" ones,
+# so read it as a sign to look, not as a cost (docs/PERFORMANCE.md).
 # Usage: benches/admission_instructions.sh OLD NEW [OPS]   (from the repository root;
 # OLD and NEW as for benches/primitives.sh; needs valgrind; OPS default 100000)
 set -euo pipefail

@@ -706,16 +706,15 @@ impl Store {
         }
     }
 
-    /// Takes position `at` out of segment `s` (a claimed block): the segment
-    /// shrinks at an end, or splits in two, the blocks after `at` moving to a new
-    /// segment; a segment left empty goes.
+    /// Takes position `at`, not the head (that is [`Store::cut_head`]'s), out of
+    /// segment `s` (a claimed block): the segment shrinks at its tail end, or splits
+    /// in two, the blocks after `at` moving to a new segment. It keeps its head, so
+    /// it never empties.
     fn cut(&mut self, s: SegId, at: u32) {
+        debug_assert!(at > 0, "a segment's head is cut by cut_head");
         let block = self.block;
         let count = self.seg(s).count;
-        if at == 0 {
-            self.cut_head(s, 1);
-        } else if at + 1 == count {
-            // At the tail end of a segment of two or more: it keeps its head.
+        if at + 1 == count {
             self.seg_mut(s).count -= 1;
         } else {
             let after = self.new_seg_after(s, at + 1);

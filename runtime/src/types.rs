@@ -19,11 +19,10 @@ impl Units {
     /// pool (validated by [`crate::PoolConfig`]).
     #[inline]
     pub fn blocks_up(self, block: u64) -> u64 {
-        if block.is_power_of_two() {
-            per_block(self.0, block) + u64::from(self.0 & (block - 1) != 0)
-        } else {
-            self.0.div_ceil(block)
-        }
+        // Rounded down, plus one for a remainder (`down * block` ≤ `self.0`, so the
+        // product cannot overflow).
+        let down = per_block(self.0, block);
+        down + u64::from(down * block != self.0)
     }
 
     /// Full blocks within these units (rounded down).
