@@ -26,11 +26,12 @@ mod index;
 mod watch;
 
 pub(crate) use block::CopyRef;
+pub(crate) use check::HeldBlocks;
 pub(crate) use index::Near;
 
 use index::InsertNear;
 
-use block::{Block, Dup, SegId, Segment, Use};
+use block::{Dup, SegId, Segment, Use};
 use watch::Watch;
 
 use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
@@ -95,8 +96,8 @@ pub(crate) enum HitCounts {
 pub(crate) struct Store {
     block: u64,
     hit_counts: HitCounts,
-    /// Blocks held or cached (and free records to reuse).
-    blocks: Vec<Block>,
+    /// By block: its record, held or cached (and free records to reuse).
+    blocks: Vec<Use>,
     /// By block: admissions whose hit took it since it was allocated (R31), read
     /// and cleared only for a block whose [`Use`] says a hit took it.
     hits: Vec<u32>,
@@ -158,11 +159,13 @@ impl Store {
         self.cached
     }
 
-    fn block(&self, b: BlockId) -> &Block {
-        &self.blocks[b.0 as usize]
+    #[inline]
+    fn used(&self, b: BlockId) -> Use {
+        self.blocks[b.0 as usize]
     }
 
-    fn block_mut(&mut self, b: BlockId) -> &mut Block {
+    #[inline]
+    fn used_mut(&mut self, b: BlockId) -> &mut Use {
         &mut self.blocks[b.0 as usize]
     }
 
@@ -184,15 +187,12 @@ impl Store {
 
     /// Holders of a copy: a cached copy has none.
     pub fn refs(&self, c: CopyRef) -> u32 {
-        self.block(c.block()).used.refs()
+        self.used(c.block()).refs()
     }
 
     /// The entry of a cached copy, `None` when held.
     pub fn entry_of(&self, c: CopyRef) -> Option<EntrySlot> {
-        self.block(c.block())
-            .used
-            .cached()
-            .map(|s| self.seg(s).entry)
+        self.used(c.block()).cached().map(|s| self.seg(s).entry)
     }
 
     /// The earliest registered copy still present with this key.
@@ -236,12 +236,12 @@ impl Store {
                     .filter(|&b| b < u32::MAX)
                     .map(BlockId)
                     .expect("more than 2^32 - 1 blocks in one pool");
-                self.blocks.push(Block::free());
+                self.blocks.push(Use::FREE);
                 self.hits.push(0);
                 b
             }
         };
-        self.block_mut(b).used = Use::FREE.with_refs(1);
+        *self.used_mut(b) = Use::FREE.with_refs(1);
         self.allocated += 1;
         b
     }
@@ -258,7 +258,8 @@ impl Store {
 
     /// Registers held blocks under their keys, in chain order (R7: blocks are
     /// hittable from allocation): a holder's new blocks, mostly consecutive keys
-    /// of one run, filed slot after slot.
+    /// of one run, filed slot after slot. Their records do not change: a held
+    /// block's key is its holder's.
     pub fn register_all(&mut self, blocks: &[BlockId], keys: impl Iterator<Item = BlockKey>) {
         let mut near = InsertNear::default();
         let mut registered = 0;
@@ -271,11 +272,7 @@ impl Store {
 
     #[inline(always)]
     fn register_next(&mut self, b: BlockId, key: BlockKey, near: &mut InsertNear) {
-        debug_assert!(self.block(b).key().is_none(), "block registered twice");
         self.watch.touch(&key);
-        let block = self.block_mut(b);
-        block.key = key;
-        block.used = block.used.with_registered();
         if let Some(first) = self.index.insert_next(key, CopyRef::of(b), near) {
             self.add_later_copy(key, first, b);
         }
@@ -293,10 +290,10 @@ impl Store {
     /// Sets or clears the mark that a block's key has other copies present (a
     /// cached block's segment counts its marked blocks).
     fn flag(&mut self, b: BlockId, dup: Dup) {
-        let block = self.block_mut(b);
-        let was = block.used.dup();
-        block.used = block.used.with_dup(dup);
-        if let Some(s) = block.used.cached() {
+        let used = self.used_mut(b);
+        let was = used.dup();
+        *used = used.with_dup(dup);
+        if let Some(s) = used.cached() {
             match (was, dup) {
                 (false, Dup::Yes) => self.seg_mut(s).dup_keys += 1,
                 (true, Dup::No) => self.seg_mut(s).dup_keys -= 1,
@@ -308,7 +305,7 @@ impl Store {
     /// A copy of `key` leaves: the next copy, if any, takes its place as the first.
     #[inline(always)]
     fn remove_copy(&mut self, key: BlockKey, b: BlockId) {
-        if self.block(b).used.dup() {
+        if self.used(b).dup() {
             self.remove_dup(key, CopyRef::of(b));
         } else {
             let first = self.index.release(key, CopyRef::of(b), None);
@@ -332,21 +329,18 @@ impl Store {
         }
     }
 
-    /// Unregisters a held or cached block (any of its key's copies).
+    /// Unregisters a held or cached block (any of its key's copies), `key`.
     #[inline(always)]
-    fn unregister(&mut self, b: BlockId) {
-        let Some(key) = self.block(b).key() else {
-            return;
-        };
+    fn unregister(&mut self, b: BlockId, key: BlockKey) {
         self.watch.touch(&key);
         self.remove_copy(key, b);
     }
 
     /// One more holder of a held block (R7 sharing).
     fn share(&mut self, b: BlockId) {
-        let block = self.block_mut(b);
-        debug_assert!(block.used.refs() > 0, "sharing a block nobody holds");
-        block.used = block.used.with_refs(block.used.refs() + 1);
+        let used = self.used_mut(b);
+        debug_assert!(used.refs() > 0, "sharing a block nobody holds");
+        *used = used.with_refs(used.refs() + 1);
     }
 
     /// Takes a hit walk's blocks, in chain order (R7, R11): a held copy is shared,
@@ -356,24 +350,26 @@ impl Store {
     /// did. Cached copies that start a segment and go on along it are claimed
     /// together: a chain's keys are consecutive blocks of its runs, so such copies
     /// are the segment's first blocks, and their segment and entry shrink by a
-    /// count (issue #35 item 1).
+    /// count (issue #35 item 1). `keys` are the walk's, one for each copy.
     pub fn take_hits(
         &mut self,
         copies: &[CopyRef],
+        keys: impl Iterator<Item = BlockKey>,
         out: &mut Vec<BlockId>,
         mut gone: impl FnMut(Gone),
     ) {
+        let mut keys = keys.peekable();
         let mut i = 0;
         while let Some(&c) = copies.get(i) {
             let b = c.block();
-            let Some(s) = self.block(b).used.cached() else {
+            let key = keys.next().expect("a key for every copy");
+            let Some(s) = self.used(b).cached() else {
                 self.share(b);
                 self.count_hit(c);
                 out.push(b);
                 i += 1;
                 continue;
             };
-            let key = self.block(b).key;
             let seg = self.seg(s);
             let at = seg.position(&key, self.block);
             let mut n = 1;
@@ -382,8 +378,8 @@ impl Store {
                 // twice: the second is then held, not cached in `s`).
                 while n < seg.count
                     && copies.get(i + n as usize).is_some_and(|c| {
-                        let next = self.block(c.block());
-                        next.used.cached() == Some(s) && next.key == seg.key_at(n, self.block)
+                        self.used(c.block()).cached() == Some(s)
+                            && keys.next_if_eq(&seg.key_at(n, self.block)).is_some()
                     })
                 {
                     n += 1;
@@ -410,8 +406,8 @@ impl Store {
         let b = c.block();
         let hits = &mut self.hits[b.0 as usize];
         *hits = hits.saturating_add(1);
-        let block = self.block_mut(b);
-        block.used = block.used.with_hit();
+        let used = self.used_mut(b);
+        *used = used.with_hit();
     }
 
     /// The block of segment `s` with key `key` (it holds one).
@@ -421,13 +417,13 @@ impl Store {
             .get(key)
             .expect("a cached key is indexed")
             .block();
-        if self.block(first).used.cached() == Some(s) {
+        if self.used(first).cached() == Some(s) {
             return first;
         }
         self.dups
             .copies(key)
             .map(CopyRef::block)
-            .find(|&b| self.block(b).used.cached() == Some(s))
+            .find(|&b| self.used(b).cached() == Some(s))
             .expect("a segment's key has a copy in it")
     }
 
@@ -437,7 +433,7 @@ impl Store {
         let t = self.entry(slot).tail;
         let seg = self.seg(t);
         let b = self.block_in(&seg.key_at(seg.count - 1, self.block), t);
-        if self.block(b).used.hit() {
+        if self.used(b).hit() {
             self.hits[b.0 as usize]
         } else {
             0
@@ -450,15 +446,15 @@ impl Store {
     /// them.
     fn claim_run(&mut self, s: SegId, at: u32, claimed: &[CopyRef]) -> Option<Gone> {
         let n = u32::try_from(claimed.len()).expect("within a segment");
-        for &c in claimed {
+        for (j, &c) in (at..).zip(claimed) {
             let b = c.block();
-            let key = self.block(b).key;
+            let key = self.seg(s).key_at(j, self.block);
             self.watch.touch(&key);
-            if self.block(b).used.dup() {
+            if self.used(b).dup() {
                 self.seg_mut(s).dup_keys -= 1;
             }
-            let block = self.block_mut(b);
-            block.used = block.used.with_refs(1);
+            let used = self.used_mut(b);
+            *used = used.with_refs(1);
         }
         let slot = self.seg(s).entry;
         if at == 0 {
@@ -472,42 +468,47 @@ impl Store {
         self.took(slot, u64::from(n))
     }
 
-    /// Drops one holder; returns the holders left.
-    pub fn unref(&mut self, b: BlockId) -> u32 {
-        let block = &mut self.blocks[b.0 as usize];
-        let refs = block
-            .used
+    /// Drops one holder of block `b` (registered under `key`, if any); returns the
+    /// holders left.
+    fn unref(&mut self, b: BlockId, key: Option<BlockKey>) -> u32 {
+        let used = &mut self.blocks[b.0 as usize];
+        let refs = used
             .refs()
             .checked_sub(1)
             .expect("releasing a block nobody holds");
-        block.used = block.used.with_refs(refs);
+        *used = used.with_refs(refs);
         // No longer held: a walk that counted it as shared would count differently.
         if refs == 0
-            && let Some(key) = block.key()
+            && let Some(key) = key
         {
             self.watch.touch(&key);
         }
         refs
     }
 
-    /// A block nobody holds any more is freed: unregistered and reusable.
-    pub fn free(&mut self, b: BlockId) {
-        debug_assert_eq!(self.block(b).used.refs(), 0);
-        self.unregister(b);
+    /// A block nobody holds any more (registered under `key`, if any) is freed:
+    /// unregistered and reusable.
+    fn free(&mut self, b: BlockId, key: Option<BlockKey>) {
+        debug_assert_eq!(self.used(b).refs(), 0);
+        if let Some(key) = key {
+            self.unregister(b, key);
+        }
         recycle(&mut self.blocks, &mut self.hits, &mut self.free_blocks, b);
         self.allocated -= 1;
     }
 
     /// R14 for a released holder's blocks, chain order: each loses this holder;
     /// those nobody else holds are cached at the tail of one entry when among the
-    /// first `full` and registered, else freed. `open` opens the entry, at the first
-    /// block cached (a release that caches nothing opens none); returns it.
-    /// One pass, the tail segment kept at hand: a holder's blocks are mostly
-    /// consecutive blocks of a few runs (issue #35 item 1). Caching changes the
-    /// block's record and its segment, not the index.
+    /// first `full` and registered, else freed. `keys` are the keys of the leading
+    /// registered ones (the holder's chain's), the rest being unregistered. `open`
+    /// opens the entry, at the first block cached (a release that caches nothing
+    /// opens none); returns it. One pass, the tail segment kept at hand: a holder's
+    /// blocks are mostly consecutive blocks of a few runs (issue #35 item 1).
+    /// Caching changes the block's record and its segment, not the index.
     pub fn cache_released(
         &mut self,
         blocks: &[BlockId],
+        keys: impl Iterator<Item = BlockKey>,
         full: u64,
         mut open: impl FnMut(&mut Store) -> EntrySlot,
     ) -> Option<EntrySlot> {
@@ -515,12 +516,14 @@ impl Store {
         // The entry's tail segment while this release appends to it.
         let mut tail = SegId::NIL;
         let mut added = 0;
+        let mut keys = keys.fuse();
         for (k, &b) in blocks.iter().enumerate() {
-            if self.unref(b) > 0 {
+            let key = keys.next();
+            if self.unref(b, key) > 0 {
                 continue;
             }
-            let Some(key) = self.block(b).key().filter(|_| (k as u64) < full) else {
-                self.free(b);
+            let Some(key) = key.filter(|_| (k as u64) < full) else {
+                self.free(b, key);
                 continue;
             };
             let slot = *slot.get_or_insert_with(|| open(self));
@@ -529,9 +532,9 @@ impl Store {
             } else {
                 tail = self.new_seg_at_tail(slot, key);
             }
-            let block = self.block_mut(b);
-            block.used = block.used.with_seg(tail);
-            if block.used.dup() {
+            let used = self.used_mut(b);
+            *used = used.with_seg(tail);
+            if used.dup() {
                 self.seg_mut(tail).dup_keys += 1;
             }
             added += 1;
@@ -559,9 +562,7 @@ impl Store {
         };
         let b = self.alloc();
         self.allocated -= 1;
-        let block = self.block_mut(b);
-        block.key = key;
-        block.used = Use::FREE.with_registered().with_seg(s);
+        *self.used_mut(b) = Use::FREE.with_seg(s);
         if let Some(first) = self.index.insert_or_first(key, CopyRef::of(b)) {
             self.add_later_copy(key, first, b);
         }
@@ -598,7 +599,7 @@ impl Store {
         } else {
             let b = self.block_in(&key, s);
             // Its mark, if any, leaves its segment's count as the copy goes.
-            self.unregister(b);
+            self.unregister(b, key);
             b
         };
         recycle(&mut self.blocks, &mut self.hits, &mut self.free_blocks, b);
@@ -722,8 +723,8 @@ impl Store {
             for i in 0..self.seg(after).count {
                 let key = self.seg(after).key_at(i, block);
                 let b = self.block_in(&key, s);
-                let used = self.block(b).used.with_seg(after);
-                self.block_mut(b).used = used;
+                let used = self.used(b).with_seg(after);
+                *self.used_mut(b) = used;
                 if used.dup() {
                     self.seg_mut(s).dup_keys -= 1;
                     self.seg_mut(after).dup_keys += 1;
@@ -734,27 +735,28 @@ impl Store {
 }
 
 /// Makes a block nobody holds or caches reusable: its record and hit count
-/// cleared (the key is read only while the record says it is registered), its id
-/// on the free list. Every way a block ends (`free`, eviction) ends here; a free
-/// function so that a loop over the index may call it beside the index's borrow.
+/// cleared, its id on the free list. Every way a block ends (`free`, eviction)
+/// ends here; a free function so that a loop over the index may call it beside the
+/// index's borrow.
 #[inline(always)]
-fn recycle(blocks: &mut [Block], hits: &mut [u32], free: &mut Vec<BlockId>, b: BlockId) {
-    let block = &mut blocks[b.0 as usize];
-    if block.used.hit() {
+fn recycle(blocks: &mut [Use], hits: &mut [u32], free: &mut Vec<BlockId>, b: BlockId) {
+    let used = &mut blocks[b.0 as usize];
+    if used.hit() {
         hits[b.0 as usize] = 0;
     }
-    block.used = Use::FREE;
+    *used = Use::FREE;
     free.push(b);
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn a_block_record_is_24_bytes_and_a_segment_40() {
+    fn a_block_record_is_4_bytes_and_a_segment_40() {
         // The block table is the replay's largest structure per replica, touched at
-        // random: a record has no links, an entry's order being its segments'
+        // random: a record has no links, an entry's order being its segments', and
+        // no key, a block's key being its holder's or its segment's
         // (docs/PERFORMANCE.md, #35 item 1).
-        assert_eq!(std::mem::size_of::<super::Block>(), 24);
+        assert_eq!(std::mem::size_of::<super::Use>(), 4);
         assert_eq!(std::mem::size_of::<super::Segment>(), 40);
     }
 }

@@ -1,10 +1,11 @@
-//! The records of the block table: a block's record (its key while registered, its
-//! holders or its segment, whether a hit took it and whether its key has other
-//! copies), a cached *segment* (consecutive blocks of one run in one entry: an
-//! entry's order is its segments', with no links per block, issue #35 item 1), and
-//! the reference to one copy of a key that the identity index files ([`CopyRef`]).
-//! `cache.rs` owns every record and all that changes them; this file only says how
-//! they are laid out and read.
+//! The records of the block table: a block's record (one word: its holders or its
+//! segment, whether a hit took it and whether its key has other copies; no key, a
+//! held block's being its holder's chain's and a cached one's its segment's), a
+//! cached *segment* (consecutive blocks of one run in one entry: an entry's order is
+//! its segments', with no links per block, issue #35 item 1), and the reference to
+//! one copy of a key that the identity index files ([`CopyRef`]). `cache.rs` owns
+//! every record and all that changes them; this file only says how they are laid
+//! out and read.
 
 use crate::types::{BlockId, BlockKey, RunId, per_block};
 
@@ -57,18 +58,21 @@ impl SegId {
     pub(super) const SLAB_LIMIT: u32 = SegId::INLINE;
 }
 
-/// A block's holders, or its segment while cached, and flags, in one word.
+/// A block's record, one word: its holders, or its segment while cached, and
+/// flags. It keeps no key: the table is the replay's largest structure per replica,
+/// touched at random, and a key would make each record six times the size
+/// (docs/PERFORMANCE.md, "Block records of one word"). A held block's key is its
+/// holder's chain's at its position, a cached one's its segment's at its position.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Use(u32);
 
 impl Use {
-    const REGISTERED: u32 = 1 << 31;
     const HIT: u32 = 1 << 30;
     const DUP: u32 = 1 << 29;
     const CACHED: u32 = 1 << 28;
     /// The holders, or the segment while cached.
     pub(super) const LOW: u32 = Use::CACHED - 1;
-    /// Nobody holds it, not registered, never hit.
+    /// Nobody holds it, never hit.
     pub(super) const FREE: Use = Use(0);
 
     /// Held by `refs` holders, the flags kept.
@@ -95,14 +99,6 @@ impl Use {
     /// Its segment while cached.
     pub(super) fn cached(self) -> Option<SegId> {
         (self.0 & Use::CACHED != 0).then_some(SegId(self.0 & Use::LOW))
-    }
-
-    pub(super) fn registered(self) -> bool {
-        self.0 & Use::REGISTERED != 0
-    }
-
-    pub(super) fn with_registered(self) -> Use {
-        Use(self.0 | Use::REGISTERED)
     }
 
     /// Taken by a hit: its count (R31) is in `Store::hits`.
@@ -133,32 +129,6 @@ impl Use {
 pub(super) enum Dup {
     Yes,
     No,
-}
-
-/// A block's record, 24 bytes: held or cached (a cached block's place in its entry
-/// is its segment's, so it needs no links: docs/PERFORMANCE.md, issue #35).
-#[derive(Clone, Debug)]
-pub(super) struct Block {
-    /// Its key while registered (`used` says whether it is).
-    pub(super) key: BlockKey,
-    pub(super) used: Use,
-}
-
-impl Block {
-    pub(super) fn free() -> Block {
-        Block {
-            key: BlockKey {
-                run: RunId(0),
-                offset: 0,
-            },
-            used: Use::FREE,
-        }
-    }
-
-    /// Its key while registered.
-    pub(super) fn key(&self) -> Option<BlockKey> {
-        self.used.registered().then_some(self.key)
-    }
 }
 
 /// Consecutive cached blocks of one run in one entry, in chain order: keys `first`,

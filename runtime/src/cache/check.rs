@@ -2,8 +2,8 @@
 //! (the tests run this after every operation): reference counts, the allocated and
 //! cached counts, entries and their segments (each cached block in the segment that
 //! holds its key, once), and every present copy of every key listed once — as its
-//! key's first copy in the index or a later one in `dups` — with the marks that
-//! spare the usual case those lookups. Read-only.
+//! key's first copy in the index or a later one in `dups`, under its holders' key
+//! when held — with the marks that spare the usual case those lookups. Read-only.
 
 // Slots index the store's own slabs (see cache.rs).
 #![allow(clippy::indexing_slicing)]
@@ -15,14 +15,33 @@ use crate::types::{BlockId, BlockKey};
 use super::Store;
 use super::block::{CopyRef, SegId};
 
+/// One holder's blocks, in chain order, and the keys of the leading ones it
+/// registered (its chain's); the rest are unregistered.
+pub(crate) struct HeldBlocks<'a> {
+    pub blocks: &'a [BlockId],
+    pub keys: Vec<BlockKey>,
+}
+
 impl Store {
-    /// Checks the store's own invariants; `held` is every holder's block list and
+    /// Checks the store's own invariants; `held` is every holder's blocks and
     /// `anonymous` the anonymous blocks they hold in all.
-    pub fn check(&self, held: &[&[BlockId]], anonymous: u64) -> Result<(), String> {
+    pub fn check(&self, held: &[HeldBlocks<'_>], anonymous: u64) -> Result<(), String> {
         let mut refs = vec![0u32; self.blocks.len()];
         for list in held {
-            for &b in *list {
+            for &b in list.blocks {
                 refs[b.0 as usize] += 1;
+            }
+        }
+        let key_of = self.check_copies()?;
+        // A held block is registered exactly where its holder says, under the key
+        // its holder's chain gives it.
+        for list in held {
+            for (k, &b) in list.blocks.iter().enumerate() {
+                match (list.keys.get(k), key_of.get(&b.0)) {
+                    (Some(want), Some(key)) if want == key => {}
+                    (None, None) => {}
+                    _ => return Err(format!("held block {} is registered wrongly", b.0)),
+                }
             }
         }
         // Entries in release order, each with its segments.
@@ -80,8 +99,7 @@ impl Store {
         let mut allocated = anonymous;
         let mut placed: BTreeSet<(u32, u32)> = BTreeSet::new();
         let mut dup_keys: BTreeMap<u32, u32> = BTreeMap::new();
-        for (i, block) in self.blocks.iter().enumerate() {
-            let used = block.used;
+        for (i, &used) in self.blocks.iter().enumerate() {
             if used.refs() != refs[i] {
                 return Err(format!(
                     "block {i}: refs {} but {} holders list it",
@@ -92,8 +110,9 @@ impl Store {
             if !used.hit() && self.hits[i] != 0 {
                 return Err(format!("block {i} counts hits but none took it"));
             }
+            let key = key_of.get(&(i as u32));
             if let Some(s) = used.cached() {
-                let Some(key) = block.key() else {
+                let Some(&key) = key else {
                     return Err(format!("cached block {i} has no key"));
                 };
                 let seg = self.seg(s);
@@ -110,7 +129,7 @@ impl Store {
                 }
             } else if used.refs() > 0 {
                 allocated += 1;
-            } else if block.key().is_some() || used.hit() || used.dup() {
+            } else if key.is_some() || used.hit() || used.dup() {
                 return Err(format!("free block {i} keeps a key or a mark"));
             }
         }
@@ -132,23 +151,19 @@ impl Store {
                 return Err(format!("segment {s} counts its marked blocks wrongly"));
             }
         }
-        self.check_copies()
+        Ok(())
     }
 
     /// Every registered block listed exactly once, first in the index or later in
-    /// `dups`, and marked exactly when its key has another copy.
-    fn check_copies(&self) -> Result<(), String> {
+    /// `dups`, and marked exactly when its key has another copy. Returns each
+    /// registered block's key, by block (the blocks keep none: the loop above
+    /// checks them against their holders and segments).
+    fn check_copies(&self) -> Result<BTreeMap<u32, BlockKey>, String> {
         self.index.check()?;
-        let mut present: BTreeSet<(BlockKey, u32)> = BTreeSet::new();
-        for (i, block) in self.blocks.iter().enumerate() {
-            if let Some(key) = block.key() {
-                present.insert((key, i as u32));
-            }
-        }
-        let mut seen: BTreeSet<(BlockKey, u32)> = BTreeSet::new();
+        let mut key_of: BTreeMap<u32, BlockKey> = BTreeMap::new();
         let mut firsts: BTreeMap<BlockKey, CopyRef> = BTreeMap::new();
         for (key, first) in self.index.iter() {
-            if !present.contains(&(key, first.0)) || !seen.insert((key, first.0)) {
+            if key_of.insert(first.0, key).is_some() || first.0 as usize >= self.blocks.len() {
                 return Err(format!(
                     "key {key}'s first copy is not a present copy of it"
                 ));
@@ -160,25 +175,16 @@ impl Store {
                 return Err(format!("key {key} lists later copies but no first"));
             }
             for c in later {
-                if !present.contains(&(key, c.0)) || !seen.insert((key, c.0)) {
+                if key_of.insert(c.0, key).is_some() || c.0 as usize >= self.blocks.len() {
                     return Err(format!("key {key} lists a later copy twice or absent"));
                 }
             }
         }
-        if seen.len() != present.len() {
-            return Err(format!(
-                "{} copies are present but the index and dups list {}",
-                present.len(),
-                seen.len()
-            ));
-        }
-        for block in &self.blocks {
-            if let Some(key) = block.key()
-                && block.used.dup() != self.dups.contains(&key)
-            {
+        for (&b, key) in &key_of {
+            if self.blocks[b as usize].dup() != self.dups.contains(key) {
                 return Err(format!("a copy of {key} is marked wrongly"));
             }
         }
-        Ok(())
+        Ok(key_of)
     }
 }

@@ -15,7 +15,7 @@ use crate::queue::Pick;
 use crate::types::{Header, SessionId, Units};
 
 use super::fair::Entering;
-use super::hits::{HitMemo, hit_counts_watched, register_new};
+use super::hits::{HitMemo, hit_counts_watched, hit_keys, register_new};
 use super::holders::{Holder, Links};
 use super::tier::{count_tier_hits, load_work, tier_run};
 use super::{Admission, Enqueued, Hit, Outlook, Pool};
@@ -285,7 +285,8 @@ impl Pool {
             "the hit changed within one attempt"
         );
         let snaps = &mut self.snaps;
-        self.store.take_hits(&copies, &mut blocks, |gone| {
+        let keys = hit_keys(&w.header, block).take(copies.len());
+        self.store.take_hits(&copies, keys, &mut blocks, |gone| {
             snaps.release(gone.snap, gone.session);
         });
         self.scratch.memo_hits = copies;

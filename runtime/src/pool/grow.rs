@@ -180,7 +180,9 @@ impl Pool {
             .expect("a preempted session holds");
         let mut h = self.remove_holder(held);
         let units = Units(h.units);
-        // Releasing needs no chain, so the hold moves its chain back to the queue.
+        // Released first (its blocks' keys are its chain's), then the hold moves its
+        // chain back to the queue.
+        let cached = self.release_blocks(&mut h, env);
         let header = Header {
             units,
             reserve: h.header.reserve.max(units),
@@ -188,7 +190,6 @@ impl Pool {
             max_hit: h.header.max_hit,
         };
         let seq = h.seq;
-        let cached = self.release_blocks(h, env);
         let slot = match self.requeue {
             Requeue::Head => self.queue.push_preempted(session, header, self.now),
             Requeue::Keyed => {

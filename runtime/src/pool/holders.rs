@@ -6,7 +6,7 @@
 //! choose victims (`grow.rs` does), and it does not map sessions to slots
 //! (`sessions.rs` does).
 
-use crate::types::{BlockId, Header, SessionId};
+use crate::types::{BlockId, BlockKey, Header, SessionId};
 
 /// A holder's slot in the slab (stable while it holds; reused after it leaves).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +67,16 @@ impl Holder {
     /// Blocks held, physical and anonymous.
     pub fn held_blocks(&self) -> u64 {
         self.blocks.len() as u64 + self.anonymous
+    }
+
+    /// The keys of its registered blocks, the first `keyed` (R7): its chain's. The
+    /// block table keeps no key per block (docs/PERFORMANCE.md, "Block records of
+    /// one word").
+    pub fn registered_keys(&self, block: u64) -> impl Iterator<Item = BlockKey> + '_ {
+        self.header
+            .chain
+            .block_keys(block)
+            .take(self.keyed as usize)
     }
 }
 

@@ -4,9 +4,10 @@
 //! (R1 and every internal invariant). Nothing here changes a rule's outcome: the log
 //! only records what the operations did.
 
+use crate::cache::HeldBlocks;
 use crate::config::QueryKind;
 use crate::event::{Counters, Notice, Record};
-use crate::types::{BlockId, BlockKey, Chain, Header, Limit, SessionId, Units};
+use crate::types::{BlockKey, Chain, Header, Limit, SessionId, Units};
 
 use super::{EntryInfo, HoldInfo, Pool};
 
@@ -167,7 +168,14 @@ impl Pool {
                 ));
             }
         }
-        let lists: Vec<&[BlockId]> = self.holders.iter().map(|h| h.blocks.as_slice()).collect();
+        let lists: Vec<HeldBlocks<'_>> = self
+            .holders
+            .iter()
+            .map(|h| HeldBlocks {
+                blocks: h.blocks.as_slice(),
+                keys: h.registered_keys(self.block).collect(),
+            })
+            .collect();
         let anonymous = self.holders.iter().map(|h| h.anonymous).sum();
         self.store.check(&lists, anonymous)?;
         for h in self.holders.iter() {

@@ -45,8 +45,8 @@ impl Pool {
             .released(session)
             .ok_or(Error::NotHolding(session))?;
         self.begin(now);
-        let h = self.remove_holder(slot);
-        let cached = self.release_blocks(h, env);
+        let mut h = self.remove_holder(slot);
+        let cached = self.release_blocks(&mut h, env);
         self.record(Event::Release { session, cached });
         Ok(cached)
     }
@@ -63,11 +63,12 @@ impl Pool {
 
     /// R14 for a holder already removed: its full computed blocks that nobody else
     /// holds become one new entry, in chain order; the rest is freed. Returns the
-    /// units cached.
-    pub(super) fn release_blocks<E: Env + ?Sized>(&mut self, mut h: Holder, env: &E) -> Units {
+    /// units cached; `h` keeps no blocks.
+    pub(super) fn release_blocks<E: Env + ?Sized>(&mut self, h: &mut Holder, env: &E) -> Units {
         let full = Units(h.computed).blocks_down(self.block);
         let (session, now, snaps) = (h.session, self.now, &mut self.snaps);
-        let opened = self.store.cache_released(&h.blocks, full, |store| {
+        let keys = h.registered_keys(self.block);
+        let opened = self.store.cache_released(&h.blocks, keys, full, |store| {
             let snap = snaps.acquire(session);
             store.open_entry(session, now, snap)
         });
