@@ -29,12 +29,10 @@ pub(crate) use block::CopyRef;
 pub(crate) use check::HeldBlocks;
 pub(crate) use index::Near;
 
-use index::InsertNear;
-
 use block::{Dup, SegId, Segment, Use};
 use watch::Watch;
 
-use crate::types::{BlockId, BlockKey, EntryId, SessionId, SnapSlot};
+use crate::types::{BlockId, BlockKey, EntryId, KeyRange, SessionId, SnapSlot};
 
 /// How many physical blocks one chain's known content may need: block ids are
 /// `u32`, and the largest means "no block".
@@ -111,6 +109,9 @@ pub(crate) struct Store {
     /// one copy present (R7: rare; each such copy is flagged, so that the others
     /// never look here).
     dups: dups::Dups,
+    /// Scratch for [`Store::register_all`]: keys of a range with a present copy,
+    /// that copy and the new one.
+    later: Vec<(BlockKey, CopyRef, CopyRef)>,
     entries: Vec<Option<Entry>>,
     free_entries: Vec<EntrySlot>,
     /// Live entries in release order (lru order and the tie rule), as a list
@@ -137,6 +138,7 @@ impl Store {
             free_segs: Vec::new(),
             index: index::Index::new(block),
             dups: dups::Dups::default(),
+            later: Vec::new(),
             entries: Vec::new(),
             free_entries: Vec::new(),
             oldest: EntrySlot::NIL,
@@ -258,24 +260,40 @@ impl Store {
 
     /// Registers held blocks under their keys, in chain order (R7: blocks are
     /// hittable from allocation): a holder's new blocks, mostly consecutive keys
-    /// of one run, filed slot after slot. Their records do not change: a held
-    /// block's key is its holder's.
-    pub fn register_all(&mut self, blocks: &[BlockId], keys: impl Iterator<Item = BlockKey>) {
-        let mut near = InsertNear::default();
-        let mut registered = 0;
-        for (&b, key) in blocks.iter().zip(keys) {
-            self.register_next(b, key, &mut near);
-            registered += 1;
+    /// of one run, each such range filed in the index as one
+    /// ([`index::Index::insert_run`], issue #35 item 1). Their records do not
+    /// change: a held block's key is its holder's.
+    pub fn register_all(&mut self, blocks: &[BlockId], ranges: impl Iterator<Item = KeyRange>) {
+        let block = self.block;
+        let mut rest = blocks;
+        for r in ranges {
+            if rest.is_empty() {
+                break;
+            }
+            let n = usize::try_from(r.count).map_or(rest.len(), |n| n.min(rest.len()));
+            let (range, after) = rest.split_at(n);
+            if self.watch.on() {
+                for j in 0..n as u64 {
+                    self.watch.touch(&BlockKey {
+                        run: r.first.run,
+                        offset: r.first.offset + j * block,
+                    });
+                }
+            }
+            // A key with a present copy (R7: rare) gets this one after it, once
+            // the range is filed.
+            let mut later = std::mem::take(&mut self.later);
+            self.index
+                .insert_run(r.first.run, r.first.offset, range, |key, f, c| {
+                    later.push((key, f, c));
+                });
+            for (key, f, c) in later.drain(..) {
+                self.add_later_copy(key, f, c.block());
+            }
+            self.later = later;
+            rest = after;
         }
-        assert_eq!(registered, blocks.len(), "a key for every block registered");
-    }
-
-    #[inline(always)]
-    fn register_next(&mut self, b: BlockId, key: BlockKey, near: &mut InsertNear) {
-        self.watch.touch(&key);
-        if let Some(first) = self.index.insert_next(key, CopyRef::of(b), near) {
-            self.add_later_copy(key, first, b);
-        }
+        assert!(rest.is_empty(), "a key for every block registered");
     }
 
     /// Files block `later` after the key's present copies (the first being `first`).

@@ -170,10 +170,26 @@ impl Chain {
         self.block_keys_from(0, block)
     }
 
-    /// The keys of the chain's full blocks from block `k` (0-based) on: one search
-    /// for the run covering block `k`, then a linear walk (a holder registers its new
-    /// blocks this way, many at a time).
+    /// The keys of the chain's full blocks from block `k` (0-based) on, one by one
+    /// ([`Chain::key_ranges_from`]'s ranges, spelled out).
     pub fn block_keys_from(&self, k: u64, block: u64) -> BlockKeys<'_> {
+        BlockKeys {
+            ranges: self.key_ranges_from(k, block),
+            next: KeyRange {
+                first: BlockKey {
+                    run: RunId(0),
+                    offset: 0,
+                },
+                count: 0,
+            },
+        }
+    }
+
+    /// The keys of the chain's full blocks from block `k` (0-based) on, as ranges
+    /// of consecutive keys of one run: one search for the run covering block `k`,
+    /// then one range per run (a holder registers and releases its blocks this
+    /// way, a range at a time: issue #35 item 1).
+    pub fn key_ranges_from(&self, k: u64, block: u64) -> KeyRanges<'_> {
         let next_end = k.checked_add(1).and_then(|n| n.checked_mul(block));
         // The run covering the block's last unit is the first whose end is beyond it.
         let run = next_end.map_or(0, |end| {
@@ -185,7 +201,7 @@ impl Chain {
             .and_then(|j| self.ends.get(j))
             .copied()
             .unwrap_or(0);
-        BlockKeys {
+        KeyRanges {
             chain: self,
             run,
             run_start,
@@ -195,8 +211,15 @@ impl Chain {
     }
 }
 
-/// Iterator over a chain's full-block keys; see [`Chain::block_keys`].
-pub struct BlockKeys<'a> {
+/// `count` consecutive keys of one run: `first`, `first + block`, …
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyRange {
+    pub first: BlockKey,
+    pub count: u64,
+}
+
+/// Iterator over a chain's full-block keys as ranges; see [`Chain::key_ranges_from`].
+pub struct KeyRanges<'a> {
     chain: &'a Chain,
     run: usize,
     run_start: u64,
@@ -205,14 +228,22 @@ pub struct BlockKeys<'a> {
     block: u64,
 }
 
-impl Iterator for BlockKeys<'_> {
-    type Item = BlockKey;
+impl KeyRanges<'_> {
+    /// Units a block.
+    pub fn block(&self) -> u64 {
+        self.block
+    }
+}
 
-    fn next(&mut self) -> Option<BlockKey> {
+impl Iterator for KeyRanges<'_> {
+    type Item = KeyRange;
+
+    fn next(&mut self) -> Option<KeyRange> {
         let end = self.next_end?;
         if end > self.chain.len().0 || end == 0 {
             return None;
         }
+        // A block's key is its last unit's (R2): skip runs that end before it.
         let pos = end - 1;
         while let Some(&run_end) = self.chain.ends.get(self.run)
             && run_end <= pos
@@ -220,11 +251,42 @@ impl Iterator for BlockKeys<'_> {
             self.run_start = run_end;
             self.run += 1;
         }
-        self.next_end = end.checked_add(self.block);
-        Some(BlockKey {
-            run: self.chain.runs.get(self.run)?.id,
-            offset: pos - self.run_start,
+        let run_end = *self.chain.ends.get(self.run)?;
+        // Every block whose last unit falls in this run: ends `end`, `end + block`,
+        // … up to the run's end.
+        let count = (run_end - end) / self.block + 1;
+        self.next_end = count
+            .checked_mul(self.block)
+            .and_then(|n| n.checked_add(end));
+        Some(KeyRange {
+            first: BlockKey {
+                run: self.chain.runs.get(self.run)?.id,
+                offset: pos - self.run_start,
+            },
+            count,
         })
+    }
+}
+
+/// Iterator over a chain's full-block keys; see [`Chain::block_keys`].
+pub struct BlockKeys<'a> {
+    ranges: KeyRanges<'a>,
+    /// What is left of the range being spelled out.
+    next: KeyRange,
+}
+
+impl Iterator for BlockKeys<'_> {
+    type Item = BlockKey;
+
+    #[inline]
+    fn next(&mut self) -> Option<BlockKey> {
+        if self.next.count == 0 {
+            self.next = self.ranges.next()?;
+        }
+        let key = self.next.first;
+        self.next.count -= 1;
+        self.next.first.offset = key.offset.wrapping_add(self.ranges.block);
+        Some(key)
     }
 }
 
@@ -351,6 +413,44 @@ mod tests {
         ) {
             proptest::prop_assert_eq!(Units(units).blocks_down(block), units / block);
             proptest::prop_assert_eq!(Units(units).blocks_up(block), units.div_ceil(block));
+        }
+
+        /// R2: a full block's key is its last unit's run and offset in that run.
+        /// The keys from block `k` on, spelled out of the chain's ranges, are that
+        /// definition block by block (found here by a walk over the runs), and each
+        /// range is consecutive keys of one run.
+        #[test]
+        fn r2_key_ranges_spell_each_full_blocks_last_unit(
+            lens in proptest::collection::vec(1u64..40, 1..8),
+            block in 1u64..20,
+            k in 0u64..12,
+        ) {
+            let runs: Vec<(u64, u64)> = lens.iter().enumerate().map(|(i, &l)| (i as u64 + 1, l)).collect();
+            let c = chain(&runs);
+            let total: u64 = lens.iter().sum();
+            let want: Vec<BlockKey> = (k..total / block)
+                .map(|j| {
+                    let pos = (j + 1) * block - 1;
+                    let mut start = 0;
+                    for &(id, len) in &runs {
+                        if pos < start + len {
+                            return BlockKey { run: RunId(id), offset: pos - start };
+                        }
+                        start += len;
+                    }
+                    unreachable!("a full block's last unit is in the chain")
+                })
+                .collect();
+            let got: Vec<BlockKey> = c.block_keys_from(k, block).collect();
+            proptest::prop_assert_eq!(&got, &want);
+            let mut spelled = Vec::new();
+            for r in c.key_ranges_from(k, block) {
+                proptest::prop_assert!(r.count > 0);
+                for i in 0..r.count {
+                    spelled.push(BlockKey { run: r.first.run, offset: r.first.offset + i * block });
+                }
+            }
+            proptest::prop_assert_eq!(&spelled, &want);
         }
     }
 

@@ -22,7 +22,7 @@ use std::collections::hash_map::Entry as MapEntry;
 
 use super::block::CopyRef;
 use crate::hash::FxMap;
-use crate::types::{BlockKey, RunId};
+use crate::types::{BlockId, BlockKey, RunId};
 
 /// "No block" in a group's slots.
 const EMPTY: CopyRef = CopyRef(u32::MAX);
@@ -184,21 +184,6 @@ pub(crate) struct Index {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Near(Option<(GroupKey, u32)>);
 
-/// Where the last of a sequence of inserts filed its key ([`Index::insert_next`]).
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct InsertNear(Option<InsertAt>);
-
-#[derive(Clone, Copy, Debug)]
-struct InsertAt {
-    run: RunId,
-    /// The offset of the key right after it.
-    next: u64,
-    group: u32,
-    /// Its slot, and the end of its group's slots.
-    at: usize,
-    end: usize,
-}
-
 /// Where a key's first copy is kept, or would be.
 enum Place {
     /// In the group's slot `at` (an index into [`Index::slots`]).
@@ -347,52 +332,71 @@ impl Index {
         self.insert_slow(key, b)
     }
 
-    /// [`Index::insert_or_first`] for the keys of one holder's run in chain order:
-    /// `near` remembers the slot the previous key was filed in, and a key right
-    /// after it in the same run and group goes to the next slot without splitting
-    /// its key or probing (start it at `InsertNear::default()`; valid for one
-    /// sequence of inserts with no removal between them).
-    #[inline(always)]
-    pub fn insert_next(
+    /// Registers keys `first`, `first + block`, … of one run as one range, to
+    /// `blocks` in order (issue #35 item 1): each group is found once and its slots
+    /// filled as one slice, or, where [`Index::fill`] cannot, key by key as
+    /// [`Index::insert_or_first`]. `later` gets each key that had a first copy,
+    /// with it and the new copy (for the caller's later copies), in key order.
+    pub fn insert_run(
         &mut self,
-        key: BlockKey,
-        c: CopyRef,
-        near: &mut InsertNear,
-    ) -> Option<CopyRef> {
-        if let Some(n) = &mut near.0
-            && key.run == n.run
-            && key.offset == n.next
-            && n.at + 1 < n.end
-        {
-            let at = n.at + 1;
-            let g = &mut self.groups[n.group as usize];
-            if g.stray == 0 && self.slots[at] == EMPTY {
-                g.dense += 1;
-                self.slots[at] = c;
-                self.len += 1;
-                n.at = at;
-                n.next = key.offset.wrapping_add(self.per_block.block());
-                return None;
+        run: RunId,
+        first: u64,
+        blocks: &[BlockId],
+        mut later: impl FnMut(BlockKey, CopyRef, CopyRef),
+    ) {
+        let block = self.per_block.block();
+        let mut offset = first;
+        let mut rest = blocks;
+        while !rest.is_empty() {
+            let key = BlockKey { run, offset };
+            let (gk, i, phase) = self.split(&key);
+            let m = rest.len().min((1 << self.shift) - i);
+            let (piece, after) = rest.split_at(m);
+            if !self.fill(gk, i, phase, piece) {
+                for (j, &b) in piece.iter().enumerate() {
+                    let key = BlockKey {
+                        run,
+                        offset: offset + j as u64 * block,
+                    };
+                    let c = CopyRef::of(b);
+                    if let Some(f) = self.insert_or_first(key, c) {
+                        later(key, f, c);
+                    }
+                }
             }
+            rest = after;
+            offset = offset.wrapping_add(m as u64 * block);
         }
-        let first = self.insert_or_first(key, c);
-        let (gk, i, phase) = self.split(&key);
-        near.0 = match self.last {
-            Some((last, group)) if last == gk && phase == self.groups[group as usize].phase => {
-                let base = (group as usize) << self.shift;
-                key.offset
-                    .checked_add(self.per_block.block())
-                    .map(|next| InsertAt {
-                        run: key.run,
-                        next,
-                        group,
-                        at: base + i,
-                        end: base + (1 << self.shift),
-                    })
-            }
-            _ => None,
+    }
+
+    /// Files `piece` in group `gk`'s slots from `i` on when they are all free, the
+    /// group in step with `phase` and without strays (opened for two keys or more;
+    /// one key is left to be lone). Returns whether it did; `false` changes nothing.
+    #[inline]
+    fn fill(&mut self, gk: GroupKey, i: usize, phase: u64, piece: &[BlockId]) -> bool {
+        let group = match self.last {
+            Some((last, group)) if last == gk => group,
+            _ => match self.groups_of.get(&gk) {
+                None if piece.len() == 1 && self.lones == Lones::Kept => return false,
+                None => self.open_group(gk, phase),
+                Some(w) if w.0 & Word::LONE != 0 => return false,
+                Some(w) => w.0 as u32,
+            },
         };
-        first
+        let g = &self.groups[group as usize];
+        let at = ((group as usize) << self.shift) + i;
+        let slots = &mut self.slots[at..at + piece.len()];
+        if g.phase != phase || g.stray != 0 || slots.iter().any(|&c| c != EMPTY) {
+            // A group opened above has neither: it is never left empty here.
+            return false;
+        }
+        for (slot, &b) in slots.iter_mut().zip(piece) {
+            *slot = CopyRef::of(b);
+        }
+        self.groups[group as usize].dense += piece.len() as u32;
+        self.len += piece.len();
+        self.last = Some((gk, group));
+        true
     }
 
     #[inline(never)]

@@ -28,12 +28,12 @@ pub(super) fn register_new(store: &mut Store, h: &mut Holder, block: u64) {
     if h.keyed >= upto {
         return;
     }
-    let keys = h.header.chain.block_keys_from(h.keyed, block);
+    let ranges = h.header.chain.key_ranges_from(h.keyed, block);
     let new = h
         .blocks
         .get(h.keyed as usize..upto as usize)
         .expect("a holder has a physical block for each full block of known content");
-    store.register_all(new, keys);
+    store.register_all(new, ranges);
     h.keyed = upto;
 }
 

@@ -88,8 +88,9 @@ proptest! {
     }
 }
 
-/// The run operations against a plain ordered map: runs of keys registered slot
-/// after slot (`insert_next`, a holder's new blocks), and tails of the stretches
+/// The run operations against a plain ordered map: runs of keys registered as one
+/// range (`insert_run`, a holder's new blocks; keys with a present copy handed
+/// back in order), and tails of the stretches
 /// they made new removed together (`remove_only_copies`, R10), at mixed
 /// alignments, across group boundaries and beside strays.
 fn runs_agree_with_a_map(block: u64, ops: Vec<(bool, u64, u64, u32)>) -> Result<(), TestCaseError> {
@@ -101,31 +102,45 @@ fn runs_agree_with_a_map(block: u64, ops: Vec<(bool, u64, u64, u32)>) -> Result<
     for (insert, run, offset, n) in ops {
         let n = n % 40 + 1;
         if insert || stretches.is_empty() {
-            let mut near = InsertNear::default();
+            let offsets: Vec<u64> = (0..u64::from(n))
+                .map_while(|j| offset.checked_add(j * block))
+                .collect();
+            let blocks: Vec<BlockId> = offsets
+                .iter()
+                .map(|_| {
+                    fresh += 1;
+                    BlockId(fresh - 1)
+                })
+                .collect();
+            let mut later = Vec::new();
+            index.insert_run(RunId(run), offset, &blocks, |k, first, c| {
+                later.push((k, first, c))
+            });
+            let mut want_later = Vec::new();
             let mut open = false;
-            for j in 0..u64::from(n) {
-                let Some(o) = offset.checked_add(j * block) else {
-                    break;
-                };
+            for (&o, &b) in offsets.iter().zip(&blocks) {
                 let k = key(run, o);
-                let v = CopyRef(fresh);
-                fresh += 1;
-                prop_assert_eq!(index.insert_next(k, v, &mut near), model.get(&k).copied());
-                if let std::collections::btree_map::Entry::Vacant(e) = model.entry(k) {
-                    e.insert(v);
-                    match stretches.last_mut() {
-                        Some((r, first, count))
-                            if open && *r == run && *first + u64::from(*count) * block == o =>
-                        {
-                            *count += 1;
+                let v = CopyRef(b.0);
+                match model.entry(k) {
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(v);
+                        match stretches.last_mut() {
+                            Some((r, first, count))
+                                if open && *r == run && *first + u64::from(*count) * block == o =>
+                            {
+                                *count += 1;
+                            }
+                            _ => stretches.push((run, o, 1)),
                         }
-                        _ => stretches.push((run, o, 1)),
+                        open = true;
                     }
-                    open = true;
-                } else {
-                    open = false;
+                    std::collections::btree_map::Entry::Occupied(e) => {
+                        want_later.push((k, *e.get(), v));
+                        open = false;
+                    }
                 }
             }
+            prop_assert_eq!(later, want_later);
         } else {
             let i = offset as usize % stretches.len();
             let (r, first, count) = stretches[i];
