@@ -2,12 +2,13 @@
 //! cache — choose the entry (`lru`: the oldest; `by`: the compiled scan over entry
 //! rows, once per entry when its keys cannot change within the call), decide the
 //! spill (R12), remove the entry's tail block, log and notify; or, where no moment
-//! is logged or spilled and the choice lasts, take one entry's moments together. It
+//! is logged, the choice lasts and a spill would decide alike at each, take one
+//! entry's moments together. It
 //! never decides a fit (callers judged it before, so the cache always suffices) and
 //! never takes a held block.
 
 use crate::cache::EntrySlot;
-use crate::config::{EvictPolicy, Input};
+use crate::config::{EvictPolicy, Input, Layout, SpillPolicy};
 use crate::env::Env;
 use crate::event::{Event, Notice};
 use crate::types::Units;
@@ -20,12 +21,26 @@ use super::entry_rows::EntryRows;
 /// and `hits` (each moment changes the chosen entry's tail, and with it `hits`).
 pub(super) fn keeps_its_choice(evict: &EvictPolicy) -> bool {
     match evict {
-        EvictPolicy::By { layout, .. } => !layout
-            .row
-            .iter()
-            .any(|i| matches!(i, Input::Size | Input::Waiting | Input::Hits)),
+        EvictPolicy::By { layout, .. } => reads_nothing_a_moment_changes(layout),
         EvictPolicy::Lru => true,
     }
+}
+
+/// Whether R12's spill decides the same at every Evict moment of one entry within
+/// one call: its `when` and work read none of `size`, `waiting` and `hits` (its
+/// context, the block a moment writes and `now`, is the same at each). No spill
+/// decides nothing.
+pub(super) fn spills_alike(spill: Option<&SpillPolicy>) -> bool {
+    spill.is_none_or(|sp| reads_nothing_a_moment_changes(&sp.layout))
+}
+
+/// An entry row that reads none of `size`, `waiting` and `hits` is the same at
+/// every Evict moment of one call: attributes, `last` and `now` stay.
+fn reads_nothing_a_moment_changes(layout: &Layout) -> bool {
+    !layout
+        .row
+        .iter()
+        .any(|i| matches!(i, Input::Size | Input::Waiting | Input::Hits))
 }
 
 impl Pool {
@@ -45,9 +60,10 @@ impl Pool {
         let stable = self.evict_stable;
         let mut chosen = None;
         // Where no moment is observed on its own — no log records the counts after
-        // each, no spill decides per block — the moments of one chosen entry are
-        // taken together: its tail shortened by a count (issue #35 item 1).
-        let together = stable && self.log.is_none() && self.spill.is_none();
+        // each, and a spill, if any, decides alike at each — the moments of one
+        // chosen entry are taken together: its tail shortened by a count, or, where
+        // they spill, one decision for all (issue #35 item 1).
+        let together = stable && self.log.is_none() && self.spills_alike;
         while self.store.allocated() + self.store.cached() + new > cap {
             chosen = if together {
                 let over = self.store.allocated() + self.store.cached() + new - cap;
@@ -90,8 +106,9 @@ impl Pool {
         (slot, spill)
     }
 
-    /// Up to `over` Evict moments on the least entry, all at once (no spill, no
-    /// log: see `make_room`). Returns the entry when it still has blocks.
+    /// Up to `over` Evict moments on the least entry, all at once (no log, a spill
+    /// decided alike at each: see `make_room`). Returns the entry when it still
+    /// has blocks.
     fn evict_together<E: Env + ?Sized>(
         &mut self,
         env: &E,
@@ -99,9 +116,11 @@ impl Pool {
         over: u64,
     ) -> Option<EntrySlot> {
         let (slot, spill) = self.choose(env, chosen);
-        debug_assert!(spill.is_none(), "moments taken together spill nothing");
         let n = over.min(self.store.entry(slot).blocks);
         self.counters.evictions += n;
+        if let Some(work) = spill {
+            return self.spill_together(slot, n, work);
+        }
         match self.store.evict_tail_n(slot, n) {
             Some(gone) => {
                 self.snaps.release(gone.snap, gone.session);
@@ -109,6 +128,37 @@ impl Pool {
             }
             None => Some(slot),
         }
+    }
+
+    /// `n` Evict moments on entry `slot` that each spill its tail block with the
+    /// same `work` (R12, decided once: see `make_room`), a notice per block in the
+    /// order the moments would give. Returns the entry when it still has blocks.
+    fn spill_together(&mut self, slot: EntrySlot, n: u64, work: f64) -> Option<EntrySlot> {
+        let sp = self.spill.as_ref().expect("a spill was decided");
+        let (tier, link) = (sp.tier, sp.link);
+        let (session, last) = {
+            let e = self.store.entry(slot);
+            (e.session, e.last)
+        };
+        let units = Units(self.block);
+        self.counters.spills += n;
+        for _ in 0..n {
+            let (key, gone) = self.store.evict_tail(slot);
+            self.notices.push(Notice::Spill {
+                session,
+                key,
+                last,
+                units,
+                work,
+                tier,
+                link,
+            });
+            if let Some(gone) = gone {
+                self.snaps.release(gone.snap, gone.session);
+                return None;
+            }
+        }
+        Some(slot)
     }
 
     /// One Evict moment: choose the least entry (or take `chosen`, the least of the

@@ -187,6 +187,9 @@ pub struct Pool {
     /// `lru`, or `evict by` keys that read none of `size`, `waiting` and `hits`: one
     /// call's Evict moments may keep their first choice while it lasts (evict.rs).
     evict_stable: bool,
+    /// R12's spill, if any, decides alike at each Evict moment of one entry
+    /// within a call (evict.rs).
+    spills_alike: bool,
     preempt: Preempt,
     requeue: Requeue,
     queue_policy: QueuePolicy,
@@ -260,6 +263,7 @@ impl Pool {
             block,
             snaps: Snapshots::new(&entry_layouts),
             evict_stable: evict::keeps_its_choice(&config.evict),
+            spills_alike: evict::spills_alike(config.spill.as_ref()),
             evict: config.evict,
             preempt: config.preempt,
             requeue: config.requeue,

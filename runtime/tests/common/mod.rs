@@ -475,7 +475,10 @@ pub unsafe extern "C" fn units_3_plus_last(row: *const f64, ctx: *const f64) -> 
 }
 
 /// `spill host via pcie (units * 3 + last) when (size >= 8)`, or with a NaN
-/// predicate (`when (nan)`, always true by E2) when `always`.
+/// predicate (`when (nan)`, always true by E2) when `always`. The `always` one's
+/// row reads an attribute where the other reads `size`: nothing an Evict moment
+/// changes, so that an unlogged pool takes its moments together, one spill
+/// decision for an entry's (evict.rs), which the naive model decides at each.
 pub fn spill_policy(always: bool) -> poolrt::SpillPolicy {
     let pred: poolrt::policy::KeyFn = if always { nan_key } else { size_at_least_8 };
     // SAFETY: both functions read at most 2 row and 2 ctx slots and are plain
@@ -491,7 +494,10 @@ pub fn spill_policy(always: bool) -> poolrt::SpillPolicy {
     poolrt::SpillPolicy {
         fns,
         layout: Layout {
-            row: vec![Input::Size, Input::Last],
+            row: vec![
+                if always { Input::Attr(0) } else { Input::Size },
+                Input::Last,
+            ],
             ctx: vec![Input::Now, Input::SpillUnits],
         },
         tier: PoolRef { pool: 1, member: 0 },
