@@ -1,5 +1,6 @@
 //! Plain value types of the pool engine: units, sessions, content chains and block
-//! identities (R2), capacity limits and entry ids. They carry meaning and validate
+//! identities (R2, a chain's keys one by one or as ranges of one run), capacity
+//! limits and entry ids. They carry meaning and validate
 //! themselves; they know nothing of pools, queues or compiled code.
 
 use std::fmt;

@@ -1,5 +1,6 @@
 //! The holders of one pool member: each hold's units, computed prefix and blocks
-//! ([`Holder`]), a slab of them, and the admission order as a list through the
+//! ([`Holder`], with the keys of its registered blocks: the block table keeps
+//! none), a slab of them, and the admission order as a list through the
 //! slots (R13 `lifo` takes its victims from the latest end, R18
 //! scans it from the earliest; linking and unlinking allocate nothing). It stores
 //! holders and keeps the order; it does not touch the block table, decide fits or
