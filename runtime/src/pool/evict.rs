@@ -11,7 +11,7 @@ use crate::cache::EntrySlot;
 use crate::config::{EvictPolicy, Input, Layout, SpillPolicy};
 use crate::env::Env;
 use crate::event::{Event, Notice};
-use crate::types::Units;
+use crate::types::{BlockKey, SessionId, Units};
 
 use super::Pool;
 use super::entry_rows::EntryRows;
@@ -134,25 +134,15 @@ impl Pool {
     /// same `work` (R12, decided once: see `make_room`), a notice per block in the
     /// order the moments would give. Returns the entry when it still has blocks.
     fn spill_together(&mut self, slot: EntrySlot, n: u64, work: f64) -> Option<EntrySlot> {
-        let sp = self.spill.as_ref().expect("a spill was decided");
-        let (tier, link) = (sp.tier, sp.link);
         let (session, last) = {
             let e = self.store.entry(slot);
             (e.session, e.last)
         };
-        let units = Units(self.block);
         self.counters.spills += n;
         for _ in 0..n {
             let (key, gone) = self.store.evict_tail(slot);
-            self.notices.push(Notice::Spill {
-                session,
-                key,
-                last,
-                units,
-                work,
-                tier,
-                link,
-            });
+            let notice = self.spill_notice(session, key, last, work);
+            self.notices.push(notice);
             if let Some(gone) = gone {
                 self.snaps.release(gone.snap, gone.session);
                 return None;
@@ -186,8 +176,7 @@ impl Pool {
             key,
             units,
         });
-        if let (Some(work), Some(sp)) = (spill, &self.spill) {
-            let (tier, link) = (sp.tier, sp.link);
+        if let Some(work) = spill {
             self.record(Event::Spill {
                 entry,
                 session,
@@ -195,16 +184,24 @@ impl Pool {
                 units,
                 work,
             });
-            self.notices.push(Notice::Spill {
-                session,
-                key,
-                last,
-                units,
-                work,
-                tier,
-                link,
-            });
+            let notice = self.spill_notice(session, key, last, work);
+            self.notices.push(notice);
         }
         left
+    }
+
+    /// R12's notice that one block of `session`'s entry released at `last`, `key`,
+    /// is spilled with `work` (the pool spills).
+    fn spill_notice(&self, session: SessionId, key: BlockKey, last: f64, work: f64) -> Notice {
+        let sp = self.spill.as_ref().expect("only a pool that spills");
+        Notice::Spill {
+            session,
+            key,
+            last,
+            units: Units(self.block),
+            work,
+            tier: sp.tier,
+            link: sp.link,
+        }
     }
 }
