@@ -255,7 +255,7 @@ impl Iterator for KeyRanges<'_> {
         let run_end = *self.chain.ends.get(self.run)?;
         // Every block whose last unit falls in this run: ends `end`, `end + block`,
         // … up to the run's end.
-        let count = (run_end - end) / self.block + 1;
+        let count = per_block(run_end - end, self.block) + 1;
         self.next_end = count
             .checked_mul(self.block)
             .and_then(|n| n.checked_add(end));

@@ -352,7 +352,8 @@ impl Index {
             let (gk, i, phase) = self.split(&key);
             let m = rest.len().min((1 << self.shift) - i);
             let (piece, after) = rest.split_at(m);
-            if !self.fill(gk, i, phase, piece) {
+            // One key takes the one-key insert: one probe, where `fill` adds one.
+            if piece.len() == 1 || !self.fill(gk, i, phase, piece) {
                 for (j, &b) in piece.iter().enumerate() {
                     let key = BlockKey {
                         run,
@@ -369,15 +370,14 @@ impl Index {
         }
     }
 
-    /// Files `piece` in group `gk`'s slots from `i` on when they are all free, the
-    /// group in step with `phase` and without strays (opened for two keys or more;
-    /// one key is left to be lone). Returns whether it did; `false` changes nothing.
+    /// Files `piece`, two keys or more, in group `gk`'s slots from `i` on when they
+    /// are all free, the group in step with `phase` and without strays (opened if
+    /// absent). Returns whether it did; `false` changes nothing.
     #[inline]
     fn fill(&mut self, gk: GroupKey, i: usize, phase: u64, piece: &[BlockId]) -> bool {
         let group = match self.last {
             Some((last, group)) if last == gk => group,
             _ => match self.groups_of.get(&gk) {
-                None if piece.len() == 1 && self.lones == Lones::Kept => return false,
                 None => self.open_group(gk, phase),
                 Some(w) if w.0 & Word::LONE != 0 => return false,
                 Some(w) => w.0 as u32,

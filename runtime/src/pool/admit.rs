@@ -15,7 +15,7 @@ use crate::queue::Pick;
 use crate::types::{Header, SessionId, Units};
 
 use super::fair::Entering;
-use super::hits::{HitMemo, hit_counts_watched, hit_keys, register_new};
+use super::hits::{HitMemo, hit_counts_watched, register_new};
 use super::holders::{Holder, Links};
 use super::tier::{count_tier_hits, load_work, tier_run};
 use super::{Admission, Enqueued, Hit, Outlook, Pool};
@@ -284,11 +284,16 @@ impl Pool {
             hit,
             "the hit changed within one attempt"
         );
-        let snaps = &mut self.snaps;
-        let keys = hit_keys(&w.header, block).take(copies.len());
-        self.store.take_hits(&copies, keys, &mut blocks, |gone| {
-            snaps.release(gone.snap, gone.session);
-        });
+        if !copies.is_empty() {
+            // The walk's keys: the chain's first, one for each copy (within the
+            // hit limit, as the walk was). No hit, no keys (a 1-block admission's
+            // usual case, issue #35 item 3).
+            let snaps = &mut self.snaps;
+            let keys = w.header.chain.block_keys(block);
+            self.store.take_hits(&copies, keys, &mut blocks, |gone| {
+                snaps.release(gone.snap, gone.session);
+            });
+        }
         self.scratch.memo_hits = copies;
         w.header.units = units;
         let total = w.header.units.blocks_up(block);
