@@ -23,6 +23,7 @@ mod check;
 mod dups;
 mod entries;
 mod index;
+mod release;
 mod watch;
 
 pub(crate) use block::CopyRef;
@@ -484,85 +485,6 @@ impl Store {
         self.cached -= u64::from(n);
         self.allocated += u64::from(n);
         self.took(slot, u64::from(n))
-    }
-
-    /// Drops one holder of block `b` (registered under `key`, if any); returns the
-    /// holders left.
-    fn unref(&mut self, b: BlockId, key: Option<BlockKey>) -> u32 {
-        let used = &mut self.blocks[b.0 as usize];
-        let refs = used
-            .refs()
-            .checked_sub(1)
-            .expect("releasing a block nobody holds");
-        *used = used.with_refs(refs);
-        // No longer held: a walk that counted it as shared would count differently.
-        if refs == 0
-            && let Some(key) = key
-        {
-            self.watch.touch(&key);
-        }
-        refs
-    }
-
-    /// A block nobody holds any more (registered under `key`, if any) is freed:
-    /// unregistered and reusable.
-    fn free(&mut self, b: BlockId, key: Option<BlockKey>) {
-        debug_assert_eq!(self.used(b).refs(), 0);
-        if let Some(key) = key {
-            self.unregister(b, key);
-        }
-        recycle(&mut self.blocks, &mut self.hits, &mut self.free_blocks, b);
-        self.allocated -= 1;
-    }
-
-    /// R14 for a released holder's blocks, chain order: each loses this holder;
-    /// those nobody else holds are cached at the tail of one entry when among the
-    /// first `full` and registered, else freed. `keys` are the keys of the leading
-    /// registered ones (the holder's chain's), the rest being unregistered. `open`
-    /// opens the entry, at the first block cached (a release that caches nothing
-    /// opens none); returns it. One pass, the tail segment kept at hand: a holder's
-    /// blocks are mostly consecutive blocks of a few runs (issue #35 item 1).
-    /// Caching changes the block's record and its segment, not the index.
-    pub fn cache_released(
-        &mut self,
-        blocks: &[BlockId],
-        keys: impl Iterator<Item = BlockKey>,
-        full: u64,
-        mut open: impl FnMut(&mut Store) -> EntrySlot,
-    ) -> Option<EntrySlot> {
-        let mut slot = None;
-        // The entry's tail segment while this release appends to it.
-        let mut tail = SegId::NIL;
-        let mut added = 0;
-        let mut keys = keys.fuse();
-        for (k, &b) in blocks.iter().enumerate() {
-            let key = keys.next();
-            if self.unref(b, key) > 0 {
-                continue;
-            }
-            let Some(key) = key.filter(|_| (k as u64) < full) else {
-                self.free(b, key);
-                continue;
-            };
-            let slot = *slot.get_or_insert_with(|| open(self));
-            if tail != SegId::NIL && self.seg(tail).continues_with(&key, self.block) {
-                self.seg_mut(tail).count += 1;
-            } else {
-                tail = self.new_seg_at_tail(slot, key);
-            }
-            let used = self.used_mut(b);
-            *used = used.with_seg(tail);
-            if used.dup() {
-                self.seg_mut(tail).dup_keys += 1;
-            }
-            added += 1;
-        }
-        if let Some(slot) = slot {
-            self.entry_mut(slot).blocks += added;
-            self.allocated -= added;
-            self.cached += added;
-        }
-        slot
     }
 
     /// A block written into this pool (R12's tier side) joins the head of an entry

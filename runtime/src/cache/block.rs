@@ -167,11 +167,6 @@ impl Segment {
         i as u32
     }
 
-    /// Whether `key` would extend it at its tail end.
-    pub(super) fn continues_with(&self, key: &BlockKey, block: u64) -> bool {
-        key.run == self.run && key.offset == self.first + u64::from(self.count) * block
-    }
-
     /// Whether `key` would extend it at its head end.
     pub(super) fn follows(&self, key: &BlockKey, block: u64) -> bool {
         key.run == self.run && key.offset.checked_add(block) == Some(self.first)

@@ -67,11 +67,13 @@ impl Pool {
     pub(super) fn release_blocks<E: Env + ?Sized>(&mut self, h: &mut Holder, env: &E) -> Units {
         let full = Units(h.computed).blocks_down(self.block);
         let (session, now, snaps) = (h.session, self.now, &mut self.snaps);
-        let keys = h.registered_keys(self.block);
-        let opened = self.store.cache_released(&h.blocks, keys, full, |store| {
-            let snap = snaps.acquire(session);
-            store.open_entry(session, now, snap)
-        });
+        let ranges = h.header.chain.key_ranges_from(0, self.block);
+        let opened = self
+            .store
+            .cache_released(&h.blocks, ranges, h.keyed, full, |store| {
+                let snap = snaps.acquire(session);
+                store.open_entry(session, now, snap)
+            });
         self.store.free_anonymous(h.anonymous);
         if self.snaps.on() {
             self.snaps.record(h.session, env);
