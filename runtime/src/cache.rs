@@ -275,19 +275,15 @@ impl Store {
             let (range, after) = rest.split_at(n);
             if self.watch.on() {
                 for j in 0..n as u64 {
-                    self.watch.touch(&BlockKey {
-                        run: r.first.run,
-                        offset: r.first.offset + j * block,
-                    });
+                    self.watch.touch(&r.key_at(j, block));
                 }
             }
             // A key with a present copy (R7: rare) gets this one after it, once
             // the range is filed.
             let mut later = std::mem::take(&mut self.later);
-            self.index
-                .insert_run(r.first.run, r.first.offset, range, |key, f, c| {
-                    later.push((key, f, c));
-                });
+            self.index.insert_run(r.first, range, |key, f, c| {
+                later.push((key, f, c));
+            });
             for (key, f, c) in later.drain(..) {
                 self.add_later_copy(key, f, c.block());
             }

@@ -219,6 +219,17 @@ pub struct KeyRange {
     pub count: u64,
 }
 
+impl KeyRange {
+    /// Its key at position `i` (below `count`), for blocks of `block` units.
+    #[inline]
+    pub fn key_at(&self, i: u64, block: u64) -> BlockKey {
+        BlockKey {
+            run: self.first.run,
+            offset: self.first.offset + i * block,
+        }
+    }
+}
+
 /// Iterator over a chain's full-block keys as ranges; see [`Chain::key_ranges_from`].
 pub struct KeyRanges<'a> {
     chain: &'a Chain,

@@ -22,7 +22,7 @@ use std::collections::hash_map::Entry as MapEntry;
 
 use super::block::CopyRef;
 use crate::hash::FxMap;
-use crate::types::{BlockId, BlockKey, RunId};
+use crate::types::{BlockId, BlockKey, KeyRange, RunId};
 
 /// "No block" in a group's slots.
 const EMPTY: CopyRef = CopyRef(u32::MAX);
@@ -332,33 +332,32 @@ impl Index {
         self.insert_slow(key, b)
     }
 
-    /// Registers keys `first`, `first + block`, … of one run as one range, to
+    /// Registers keys `first`, `first + block`, … of `first`'s run as one range, to
     /// `blocks` in order (issue #35 item 1): each group is found once and its slots
     /// filled as one slice, or, where [`Index::fill`] cannot, key by key as
     /// [`Index::insert_or_first`]. `later` gets each key that had a first copy,
     /// with it and the new copy (for the caller's later copies), in key order.
     pub fn insert_run(
         &mut self,
-        run: RunId,
-        first: u64,
+        first: BlockKey,
         blocks: &[BlockId],
         mut later: impl FnMut(BlockKey, CopyRef, CopyRef),
     ) {
         let block = self.per_block.block();
-        let mut offset = first;
+        let mut key = first;
         let mut rest = blocks;
         while !rest.is_empty() {
-            let key = BlockKey { run, offset };
             let (gk, i, phase) = self.split(&key);
             let m = rest.len().min((1 << self.shift) - i);
             let (piece, after) = rest.split_at(m);
             // One key takes the one-key insert: one probe, where `fill` adds one.
             if piece.len() == 1 || !self.fill(gk, i, phase, piece) {
-                for (j, &b) in piece.iter().enumerate() {
-                    let key = BlockKey {
-                        run,
-                        offset: offset + j as u64 * block,
-                    };
+                let range = KeyRange {
+                    first: key,
+                    count: m as u64,
+                };
+                for (j, &b) in (0u64..).zip(piece) {
+                    let key = range.key_at(j, block);
                     let c = CopyRef::of(b);
                     if let Some(f) = self.insert_or_first(key, c) {
                         later(key, f, c);
@@ -366,7 +365,7 @@ impl Index {
                 }
             }
             rest = after;
-            offset = offset.wrapping_add(m as u64 * block);
+            key.offset = key.offset.wrapping_add(m as u64 * block);
         }
     }
 

@@ -95,10 +95,7 @@ impl Store {
             };
             let n = usize::try_from(r.count).map_or(left, |c| c.min(left));
             for (j, &b) in (0u64..).zip(&keyed_blocks[at..at + n]) {
-                let key = BlockKey {
-                    run: r.first.run,
-                    offset: r.first.offset + j * block,
-                };
+                let key = r.key_at(j, block);
                 if self.unref(b, Some(key)) > 0 {
                     continue;
                 }

@@ -113,7 +113,7 @@ fn runs_agree_with_a_map(block: u64, ops: Vec<(bool, u64, u64, u32)>) -> Result<
                 })
                 .collect();
             let mut later = Vec::new();
-            index.insert_run(RunId(run), offset, &blocks, |k, first, c| {
+            index.insert_run(key(run, offset), &blocks, |k, first, c| {
                 later.push((k, first, c))
             });
             let mut want_later = Vec::new();
