@@ -1023,6 +1023,39 @@ fn r12_a_nan_predicate_is_true() {
 }
 
 #[test]
+fn r12_an_unlogged_pool_spills_an_entrys_moments_together_as_one_at_a_time() {
+    // `when (nan)` with work `units * 3 + last` reads an attribute and `last`,
+    // nothing an Evict moment changes, so an unlogged pool decides once for all of
+    // an entry's moments (issue #35 item 1). s1 caches 3 blocks released at 0 (keys
+    // 1+0, 1+1, 1+2); s2's 3 blocks need all of them: tail first, each spilled
+    // with work 1 * 3 + 0 = 3. With the log on, a moment at a time, the same.
+    let run = |logged: bool| {
+        let mut w = World::with(PoolConfig {
+            spill: Some(spill_policy(true)),
+            ..capped(3)
+        });
+        w.cache(1, hdr(3, &[(1, 3)]));
+        w.pool.set_logging(logged);
+        w.enqueue(2, hdr(3, &[(2, 3)]));
+        (w.pool.notices().to_vec(), w.pool.counters().spills)
+    };
+    let (together, spills) = run(false);
+    let spilled: Vec<(BlockKey, f64)> = together
+        .iter()
+        .filter_map(|n| match *n {
+            Notice::Spill { key, work, .. } => Some((key, work)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        spilled,
+        [(key(1, 2), 3.0), (key(1, 1), 3.0), (key(1, 0), 3.0)]
+    );
+    assert_eq!(spills, 3);
+    assert_eq!(run(true), (together, 3));
+}
+
+#[test]
 fn r12_s3_a_tier_keys_an_ended_session_by_its_values_at_its_last_store() {
     // A tier of 3 one-unit blocks, evict by (priority, last). s1's block A (the tail
     // of an entry released at 1) is stored with s1 at priority 5, s2's block B (1.5)
