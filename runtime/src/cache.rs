@@ -29,6 +29,7 @@ mod watch;
 pub(crate) use block::CopyRef;
 pub(crate) use check::HeldBlocks;
 pub(crate) use index::Near;
+pub(crate) use watch::WatchTicket;
 
 use block::{Dup, SegId, Segment, Use};
 use watch::Watch;
@@ -209,9 +210,10 @@ impl Store {
         self.index.get_near(key, near)
     }
 
-    /// Starts watching a new set of keys (empty, untouched).
-    pub fn watch_start(&mut self) {
-        self.watch.start();
+    /// Starts watching a new set of keys (empty, untouched); the ticket names this
+    /// start for [`Store::watch_touched`].
+    pub fn watch_start(&mut self) -> WatchTicket {
+        self.watch.start()
     }
 
     /// Adds a key to the watched set.
@@ -219,14 +221,16 @@ impl Store {
         self.watch.add(key);
     }
 
-    /// Stops watching (changes cost nothing again).
-    pub fn watch_stop(&mut self) {
-        self.watch.stop();
+    /// Stops watching (changes cost nothing again), if the watch still serves the
+    /// walk of `ticket`: another walker's later start is left alone.
+    pub fn watch_stop(&mut self, ticket: WatchTicket) {
+        self.watch.stop(ticket);
     }
 
-    /// Whether a change may have touched a watched key since `watch_start`.
-    pub fn watch_touched(&self) -> bool {
-        self.watch.touched()
+    /// Whether a change may have touched a key watched since the `watch_start`
+    /// that gave `ticket` (another start since counts as a change).
+    pub fn watch_touched(&self, ticket: WatchTicket) -> bool {
+        self.watch.touched(ticket)
     }
 
     /// A fresh block held once, unregistered.

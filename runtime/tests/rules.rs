@@ -1181,6 +1181,50 @@ fn r12_tier_hits_come_only_from_the_pool_spilled_into() {
     assert_eq!(found(&mut w, &mut tier).tier, Units(2));
 }
 
+#[test]
+fn r12_a_tier_hit_is_walked_again_after_the_tier_changed_under_another_pools_walk() {
+    // kv (pool 0) and kv2 (pool 2) both spill into the tier (pool 1), which holds
+    // (1, 0). s1 waits in kv for run 1, 2 units: declined, it found a tier hit of 1
+    // block, and kv remembers that walk. s2 waits in kv2 for run 5: its walk now
+    // watches the tier's keys (5, 0) and (5, 1). The tier then stores (1, 1): s1's
+    // next attempt finds a tier hit of 2, though the tier's watch, serving s2's walk
+    // since, was not watching that key.
+    let mut w = World::with(PoolConfig {
+        spill: Some(spill_policy(true)),
+        ..capped(8)
+    });
+    let mut kv2 = Pool::new(PoolConfig {
+        me: poolrt::PoolRef { pool: 2, member: 0 },
+        spill: Some(spill_policy(true)),
+        ..capped(8)
+    })
+    .unwrap();
+    let mut tier = Pool::new(PoolConfig {
+        me: poolrt::PoolRef { pool: 1, member: 0 },
+        ..PoolConfig::default()
+    })
+    .unwrap();
+    tier.accept_spill(0.0, s(9), key(1, 0), 0.0, &w.env)
+        .unwrap();
+    w.enqueue_only(1, hdr(2, &[(1, 2)]));
+    w.env.set(2, &[0.0, 2.0]);
+    kv2.enqueue(0.0, s(2), hdr(2, &[(5, 2)]), &w.env).unwrap();
+    let tier_hit = |pool: &mut Pool, tier: &mut Pool, now: f64, env: &TestEnv| {
+        let mut seen = None;
+        let r = pool.admit_next_tiered(now, env, Some(tier), |_, hit, _| {
+            seen = Some(hit);
+            None
+        });
+        assert_eq!(r, Ok(Admission::Declined));
+        seen.expect("asked").tier
+    };
+    assert_eq!(tier_hit(&mut w.pool, &mut tier, 0.0, &w.env), Units(1));
+    assert_eq!(tier_hit(&mut kv2, &mut tier, 0.0, &w.env), Units(0));
+    tier.accept_spill(1.0, s(8), key(1, 1), 1.0, &w.env)
+        .unwrap();
+    assert_eq!(tier_hit(&mut w.pool, &mut tier, 1.0, &w.env), Units(2));
+}
+
 // ----- R13 ------------------------------------------------------------------------
 
 #[test]

@@ -4,20 +4,44 @@
 //! result — a key registered or unregistered, a cached block claimed, a held block's
 //! last holder gone — and it marks itself touched when that key may be watched.
 //! False positives only cost a walk. It knows nothing of blocks or entries.
+//!
+//! One filter serves one walk at a time, but two walkers may read one table: a
+//! tier's own admissions and the tier-hit walks of the pools that spill into it
+//! (issue #35). Each start hands out a [`WatchTicket`]; a walk whose ticket is not
+//! the latest counts as touched, so a walker never trusts another's watch.
 
 // Bits are indexed by a 12-bit hash and words by a bit over 64: within the arrays by
 // construction.
 #![allow(clippy::indexing_slicing)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::types::BlockKey;
 
 /// Words of the filter: 4,096 bits.
 const WORDS: usize = 64;
 
+/// Which start of which [`Watch`] a remembered walk was watched by: a ticket is
+/// never mistaken for one of another table's watch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WatchTicket {
+    watch: u64,
+    start: u64,
+}
+
+/// The next watch's identity. Identities are only ever compared for equality, so
+/// their values (which depend on the order tables are made in) reach nothing
+/// observable.
+static NEXT_WATCH: AtomicU64 = AtomicU64::new(0);
+
 /// See the module documentation.
 #[derive(Debug)]
 pub(super) struct Watch {
     on: bool,
+    /// This watch's identity, for its tickets.
+    id: u64,
+    /// Starts so far: the latest start's number.
+    starts: u64,
     touched: bool,
     bits: [u64; WORDS],
     /// The words set since the last start (up to 16; beyond that, `crowded`), so
@@ -33,6 +57,8 @@ impl Watch {
     pub(super) fn new() -> Watch {
         Watch {
             on: false,
+            id: NEXT_WATCH.fetch_add(1, Ordering::Relaxed),
+            starts: 0,
             touched: false,
             bits: [0; WORDS],
             set: [0; 16],
@@ -46,8 +72,9 @@ impl Watch {
         (h >> (64 - 12)) as usize
     }
 
-    /// Starts watching a new set of keys (empty, untouched).
-    pub(super) fn start(&mut self) {
+    /// Starts watching a new set of keys (empty, untouched); the ticket names this
+    /// start.
+    pub(super) fn start(&mut self) -> WatchTicket {
         if self.crowded {
             self.bits = [0; WORDS];
         } else {
@@ -59,6 +86,16 @@ impl Watch {
         self.crowded = false;
         self.on = true;
         self.touched = false;
+        self.starts += 1;
+        self.ticket()
+    }
+
+    /// The ticket of the latest start.
+    fn ticket(&self) -> WatchTicket {
+        WatchTicket {
+            watch: self.id,
+            start: self.starts,
+        }
     }
 
     /// Adds a key to the watched set.
@@ -76,14 +113,18 @@ impl Watch {
         self.bits[word] |= 1 << (i % 64);
     }
 
-    /// Stops watching (changes cost nothing again).
-    pub(super) fn stop(&mut self) {
-        self.on = false;
+    /// Stops watching (changes cost nothing again), if `ticket` names the latest
+    /// start.
+    pub(super) fn stop(&mut self, ticket: WatchTicket) {
+        if ticket == self.ticket() {
+            self.on = false;
+        }
     }
 
-    /// Whether a change may have touched a watched key since [`Watch::start`].
-    pub(super) fn touched(&self) -> bool {
-        !self.on || self.touched
+    /// Whether a change may have touched a key watched since the start that gave
+    /// `ticket` (a later start, or a stop, counts as a change).
+    pub(super) fn touched(&self, ticket: WatchTicket) -> bool {
+        !self.on || self.touched || ticket != self.ticket()
     }
 
     /// Whether it is watching (a change needs telling only then).

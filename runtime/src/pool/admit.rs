@@ -15,9 +15,9 @@ use crate::queue::Pick;
 use crate::types::{Header, SessionId, Units};
 
 use super::fair::Entering;
-use super::hits::{HitMemo, hit_counts_watched, register_new};
+use super::hits::{HitMemo, TierMemo, hit_counts_watched, register_new};
 use super::holders::{Holder, Links};
-use super::tier::{count_tier_hits, load_work, tier_run};
+use super::tier::{count_tier_hits, load_work, tier_run_watched};
 use super::{Admission, Enqueued, Hit, Outlook, Pool};
 
 impl Pool {
@@ -164,7 +164,7 @@ impl Pool {
         &mut self,
         now: f64,
         env: &E,
-        tier: Option<&Pool>,
+        tier: Option<&mut Pool>,
         units_for: F,
     ) -> Result<Outlook, Error>
     where
@@ -192,7 +192,8 @@ impl Pool {
         E: Env + ?Sized,
         F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
     {
-        match self.plan(env, tier.as_deref(), units_for)? {
+        let mut tier = tier;
+        match self.plan(env, tier.as_deref_mut(), units_for)? {
             Plan::Returns(a) => Ok(a),
             Plan::Fits(fit) => Ok(self.commit(env, tier, fit)),
         }
@@ -200,7 +201,7 @@ impl Pool {
 
     /// An attempt up to its fit (R6, R8): select, walk (or recall the walk), ask for
     /// the units. Changes nothing but the remembered walk.
-    fn plan<E, F>(&mut self, env: &E, tier: Option<&Pool>, units_for: F) -> Result<Plan, Error>
+    fn plan<E, F>(&mut self, env: &E, tier: Option<&mut Pool>, units_for: F) -> Result<Plan, Error>
     where
         E: Env + ?Sized,
         F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
@@ -211,24 +212,39 @@ impl Pool {
         let block = self.block;
         let w = self.queue.get(pick);
         let session = w.session;
-        let (hit, shared) = match self.memo {
-            Some(m) if m.seq == w.seq && !self.store.watch_touched() => (m.hit, m.shared),
-            _ => {
-                let (hit, shared) = hit_counts_watched(
+        let memo = match &mut self.memo {
+            Some(m) if m.seq == w.seq && !self.store.watch_touched(m.ticket) => m,
+            memo => {
+                let (hit, shared, ticket) = hit_counts_watched(
                     &mut self.store,
                     &w.header,
                     block,
                     &mut self.scratch.memo_hits,
                 );
-                self.memo = Some(HitMemo {
+                memo.insert(HitMemo {
                     seq: w.seq,
                     hit,
                     shared,
-                });
-                (hit, shared)
+                    ticket,
+                    tier: None,
+                })
             }
         };
-        let tier_blocks = tier.map_or(0, |t| tier_run(&t.store, &w.header, hit, block));
+        let (hit, shared) = (memo.hit, memo.shared);
+        // The tier's run after the local hit, remembered as the local walk is: a
+        // blocked head with a tier hit is planned twice an iteration (the host's
+        // peek, then the attempt) and again every iteration it stays out.
+        let tier_blocks = match tier {
+            None => 0,
+            Some(t) => match memo.tier {
+                Some(m) if !t.store.watch_touched(m.ticket) => m.blocks,
+                _ => {
+                    let (blocks, ticket) = tier_run_watched(&mut t.store, &w.header, hit, block);
+                    memo.tier = Some(TierMemo { blocks, ticket });
+                    blocks
+                }
+            },
+        };
         let found = Hit {
             local: Units(hit * block),
             tier: Units(tier_blocks * block),
@@ -270,8 +286,15 @@ impl Pool {
         if let Some(f) = &mut self.fair {
             f.leave(session);
         }
-        self.memo = None;
-        self.store.watch_stop();
+        // The walks end here. A stop is a change to any walk that holds a ticket,
+        // so only a watch still this attempt's own is stopped: a tier's watch may
+        // since serve another pool's walk, or the tier's own.
+        let memo = self.memo.take().expect("an attempt that fits was planned");
+        self.store.watch_stop(memo.ticket);
+        let mut tier = tier;
+        if let (Some(t), Some(m)) = (tier.as_deref_mut(), memo.tier) {
+            t.store.watch_stop(m.ticket);
+        }
         let mut blocks = self.scratch.spare.pop().unwrap_or_default();
         // The blocks of the walk above (nothing watched changed since, so they are
         // still the keys' first copies), judged under the header's own limit

@@ -4,7 +4,7 @@
 //! (blocks are hittable from allocation). Walks only read the block table; they do
 //! not claim, allocate or evict (`admit.rs` does).
 
-use crate::cache::{CopyRef, Near, Store};
+use crate::cache::{CopyRef, Near, Store, WatchTicket};
 use crate::types::{BlockKey, Header, Units};
 
 use super::holders::Holder;
@@ -19,6 +19,19 @@ pub(super) struct HitMemo {
     pub seq: u64,
     pub hit: u64,
     pub shared: u64,
+    /// This pool's watch over the walk's keys.
+    pub ticket: WatchTicket,
+    /// The tier-hit walk after `hit` (R12), once made: the tier's own watch says
+    /// when it changes, as this pool's says for `hit`.
+    pub tier: Option<TierMemo>,
+}
+
+/// The tier-hit run a [`HitMemo`] remembers: the blocks the tier held right after
+/// the local hit, and the tier's watch over the keys looked at.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TierMemo {
+    pub blocks: u64,
+    pub ticket: WatchTicket,
 }
 
 /// Registers a holder's full blocks of known content that are not yet registered:
@@ -66,16 +79,17 @@ pub(super) fn hit_counts_watched(
     header: &Header,
     block: u64,
     copies: &mut Vec<CopyRef>,
-) -> (u64, u64) {
-    store.watch_start();
+) -> (u64, u64, WatchTicket) {
+    let ticket = store.watch_start();
     copies.clear();
     let mut near = Near::default();
-    count_hits(header, block, |key| {
+    let (hit, shared) = count_hits(header, block, |key| {
         store.watch_add(key);
         let c = store.lookup_near(key, &mut near)?;
         copies.push(c);
         Some(store.refs(c))
-    })
+    });
+    (hit, shared, ticket)
 }
 
 /// The walk of [`hit_counts`]: `refs_of` gives the holders of a key's present copy,

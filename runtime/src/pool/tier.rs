@@ -5,7 +5,7 @@
 //! tier load counts there (R31), and the `work` of the tier load. It never moves
 //! blocks between pools: the host carries them over its links.
 
-use crate::cache::{Near, Store};
+use crate::cache::{Near, Store, WatchTicket};
 use crate::config::{Input, SpillPolicy};
 use crate::env::Env;
 use crate::error::Error;
@@ -87,6 +87,27 @@ pub(super) fn tier_run(tier: &Store, header: &Header, from: u64, block: u64) -> 
         .skip(from as usize)
         .take_while(|key| tier.lookup_near(key, &mut near).is_some())
         .count() as u64
+}
+
+/// [`tier_run`], watching in the tier every key it looks at (the first missing one
+/// included), so that a later attempt on the same hold can tell whether the run
+/// would still be the same.
+pub(super) fn tier_run_watched(
+    tier: &mut Store,
+    header: &Header,
+    from: u64,
+    block: u64,
+) -> (u64, WatchTicket) {
+    let ticket = tier.watch_start();
+    let mut near = Near::default();
+    let run = hit_keys(header, block)
+        .skip(from as usize)
+        .take_while(|key| {
+            tier.watch_add(key);
+            tier.lookup_near(key, &mut near).is_some()
+        })
+        .count() as u64;
+    (run, ticket)
 }
 
 /// R31 in a tier: a tier load counts one hit on each tier block it loads — the

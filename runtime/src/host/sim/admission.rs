@@ -96,7 +96,7 @@ impl Host<'_> {
         match self.info[p].tier {
             Some(tp) => {
                 let (pool, tier) = self.pools.pair(p, tp);
-                pool.peek_next_tiered(t, shared, Some(&*tier), units_for)
+                pool.peek_next_tiered(t, shared, Some(tier), units_for)
             }
             None => self.pools[p].peek_next_tiered(t, shared, None, units_for),
         }
