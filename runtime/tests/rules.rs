@@ -1186,7 +1186,7 @@ fn r12_a_tier_hit_is_walked_again_after_the_tier_changed_under_another_pools_wal
     // kv (pool 0) and kv2 (pool 2) both spill into the tier (pool 1), which holds
     // (1, 0). s1 waits in kv for run 1, 2 units: declined, it found a tier hit of 1
     // block, and kv remembers that walk. s2 waits in kv2 for run 5: its walk now
-    // watches the tier's keys (5, 0) and (5, 1). The tier then stores (1, 1): s1's
+    // watches the tier's key (5, 0), missing there. The tier then stores (1, 1): s1's
     // next attempt finds a tier hit of 2, though the tier's watch, serving s2's walk
     // since, was not watching that key.
     let mut w = World::with(PoolConfig {

@@ -5,8 +5,8 @@
 //! last holder gone — and it marks itself touched when that key may be watched.
 //! False positives only cost a walk. It knows nothing of blocks or entries.
 //!
-//! One filter serves one walk at a time, but two walkers may read one table: a
-//! tier's own admissions and the tier-hit walks of the pools that spill into it
+//! One filter serves one walk at a time, but several walkers may read one table: a
+//! tier's own admissions and the tier-hit walks of every pool that spills into it
 //! (issue #35). Each start hands out a [`WatchTicket`]; a walk whose ticket is not
 //! the latest counts as touched, so a walker never trusts another's watch.
 
@@ -30,8 +30,8 @@ pub(crate) struct WatchTicket {
 }
 
 /// The next watch's identity. Identities are only ever compared for equality, so
-/// their values (which depend on the order tables are made in) reach nothing
-/// observable.
+/// their values (which depend on the order tables are made in) reach no result,
+/// report or log (only a `Debug` print).
 static NEXT_WATCH: AtomicU64 = AtomicU64::new(0);
 
 /// See the module documentation.
@@ -141,5 +141,48 @@ impl Watch {
                 self.touched = true;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::RunId;
+
+    fn key(run: u64, offset: u64) -> BlockKey {
+        BlockKey {
+            run: RunId(run),
+            offset,
+        }
+    }
+
+    #[test]
+    fn a_ticket_is_stale_once_its_watch_starts_again_stops_or_sees_a_watched_key() {
+        let mut w = Watch::new();
+        let a = w.start();
+        assert!(!w.touched(a), "fresh");
+        let b = w.start();
+        assert!(w.touched(a), "another walk started since");
+        assert!(!w.touched(b));
+        w.stop(a);
+        assert!(w.on() && !w.touched(b), "a stale ticket stops nothing");
+        w.add(&key(1, 0));
+        w.touch(&key(1, 0));
+        assert!(w.touched(b), "a watched key changed");
+        let c = w.start();
+        w.stop(c);
+        assert!(!w.on() && w.touched(c), "stopped");
+    }
+
+    #[test]
+    fn a_ticket_of_another_watch_is_stale() {
+        // Both at their first start: only the watch's identity tells them apart.
+        let (mut v, mut w) = (Watch::new(), Watch::new());
+        let tv = v.start();
+        let tw = w.start();
+        assert!(!v.touched(tv) && !w.touched(tw));
+        assert!(v.touched(tw) && w.touched(tv));
+        v.stop(tw);
+        assert!(v.on(), "another watch's ticket stops nothing");
     }
 }

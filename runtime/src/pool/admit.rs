@@ -5,7 +5,8 @@
 //! register, and the tier load of an R12 tier hit — or the same attempt up to its fit,
 //! for a host that asks whether it would admit before an iteration it runs ahead.
 //! Which hold is selected is `select.rs`'s; making room is `evict.rs`'s. An attempt
-//! that does not admit changes nothing but the remembered walk.
+//! that does not admit changes nothing but the remembered walks (this pool's, and
+//! the watch it keeps in its tier's block table).
 
 use crate::cache::MAX_CHAIN_BLOCKS;
 use crate::env::Env;
@@ -185,14 +186,13 @@ impl Pool {
     fn attempt<E, F>(
         &mut self,
         env: &E,
-        tier: Option<&mut Pool>,
+        mut tier: Option<&mut Pool>,
         units_for: F,
     ) -> Result<Admission, Error>
     where
         E: Env + ?Sized,
         F: FnOnce(SessionId, Hit, &Header) -> Option<Units>,
     {
-        let mut tier = tier;
         match self.plan(env, tier.as_deref_mut(), units_for)? {
             Plan::Returns(a) => Ok(a),
             Plan::Fits(fit) => Ok(self.commit(env, tier, fit)),
@@ -200,7 +200,8 @@ impl Pool {
     }
 
     /// An attempt up to its fit (R6, R8): select, walk (or recall the walk), ask for
-    /// the units. Changes nothing but the remembered walk.
+    /// the units. Changes nothing but the remembered walks (this pool's, and its
+    /// watch in the tier's block table, which stales other walkers' there).
     fn plan<E, F>(&mut self, env: &E, tier: Option<&mut Pool>, units_for: F) -> Result<Plan, Error>
     where
         E: Env + ?Sized,
@@ -234,9 +235,10 @@ impl Pool {
         // The tier's run after the local hit, remembered as the local walk is: a
         // blocked head with a tier hit is planned twice an iteration (the host's
         // peek, then the attempt) and again every iteration it stays out.
+        // A local hit at the walk's limit leaves the tier no key to look at: no walk,
+        // and no watch started that would stale the tier's other walkers.
         let tier_blocks = match tier {
-            None => 0,
-            Some(t) => match memo.tier {
+            Some(t) if hit < w.header.hit_limit_blocks(block) => match memo.tier {
                 Some(m) if !t.store.watch_touched(m.ticket) => m.blocks,
                 _ => {
                     let (blocks, ticket) = tier_run_watched(&mut t.store, &w.header, hit, block);
@@ -244,6 +246,7 @@ impl Pool {
                     blocks
                 }
             },
+            _ => 0,
         };
         let found = Hit {
             local: Units(hit * block),
@@ -273,7 +276,12 @@ impl Pool {
 
     /// The rest of an attempt whose hold fits: claim the hit (R7, R11), evict for
     /// the new blocks, allocate, register, and the tier load of an R12 tier hit.
-    fn commit<E: Env + ?Sized>(&mut self, env: &E, tier: Option<&mut Pool>, fit: Fit) -> Admission {
+    fn commit<E: Env + ?Sized>(
+        &mut self,
+        env: &E,
+        mut tier: Option<&mut Pool>,
+        fit: Fit,
+    ) -> Admission {
         let Fit {
             pick,
             hit,
@@ -291,7 +299,6 @@ impl Pool {
         // since serve another pool's walk, or the tier's own.
         let memo = self.memo.take().expect("an attempt that fits was planned");
         self.store.watch_stop(memo.ticket);
-        let mut tier = tier;
         if let (Some(t), Some(m)) = (tier.as_deref_mut(), memo.tier) {
             t.store.watch_stop(m.ticket);
         }

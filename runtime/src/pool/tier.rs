@@ -83,10 +83,9 @@ impl Pool {
 /// chain the tier holds (any copy, held or cached), within the header's hit limit.
 pub(super) fn tier_run(tier: &Store, header: &Header, from: u64, block: u64) -> u64 {
     let mut near = Near::default();
-    hit_keys(header, block)
-        .skip(from as usize)
-        .take_while(|key| tier.lookup_near(key, &mut near).is_some())
-        .count() as u64
+    run_after(header, from, block, |key| {
+        tier.lookup_near(key, &mut near).is_some()
+    })
 }
 
 /// [`tier_run`], watching in the tier every key it looks at (the first missing one
@@ -100,19 +99,31 @@ pub(super) fn tier_run_watched(
 ) -> (u64, WatchTicket) {
     let ticket = tier.watch_start();
     let mut near = Near::default();
-    let run = hit_keys(header, block)
-        .skip(from as usize)
-        .take_while(|key| {
-            tier.watch_add(key);
-            tier.lookup_near(key, &mut near).is_some()
-        })
-        .count() as u64;
+    let run = run_after(header, from, block, |key| {
+        tier.watch_add(key);
+        tier.lookup_near(key, &mut near).is_some()
+    });
     (run, ticket)
+}
+
+/// The walk of [`tier_run`]: how many of the hit walk's keys right after its first
+/// `from` are `present`, up to the first that is not.
+#[inline(always)]
+fn run_after(
+    header: &Header,
+    from: u64,
+    block: u64,
+    mut present: impl FnMut(&BlockKey) -> bool,
+) -> u64 {
+    hit_keys(header, block)
+        .skip(from as usize)
+        .take_while(|key| present(key))
+        .count() as u64
 }
 
 /// R31 in a tier: a tier load counts one hit on each tier block it loads — the
 /// `loaded` blocks of the header's chain right after its first `from` (their
-/// earliest registered copies, as the walk of [`tier_run`] found them).
+/// earliest registered copies, as the walk of [`tier_run_watched`] found them).
 pub(super) fn count_tier_hits(
     tier: &mut Store,
     header: &Header,

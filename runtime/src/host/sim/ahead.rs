@@ -489,8 +489,8 @@ impl Host<'_> {
     /// would make on each pool, peeked without admitting ([`Host::peek_one`]).
     /// Returns the budget left and the chunk the attempts were asked with when one
     /// would admit. Where none would, the iteration is its decodes alone, as when
-    /// nothing waits; the attempts' only effect, a remembered walk, is the same as
-    /// theirs.
+    /// nothing waits; the attempts' only effect, a remembered walk (and the watch
+    /// it keeps in a tier's block table), is the same as theirs.
     fn waiting_admits(&mut self, m: StepIx) -> Result<Option<Room>, HostError> {
         let st = &self.steps[m];
         let r = st.residents.len();
