@@ -212,6 +212,7 @@ impl Store {
 
     /// Starts watching a new set of keys (empty, untouched); the ticket names this
     /// start for [`Store::watch_touched`].
+    #[inline]
     pub fn watch_start(&mut self) -> WatchTicket {
         self.watch.start()
     }

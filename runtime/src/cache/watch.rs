@@ -74,6 +74,7 @@ impl Watch {
 
     /// Starts watching a new set of keys (empty, untouched); the ticket names this
     /// start.
+    #[inline]
     pub(super) fn start(&mut self) -> WatchTicket {
         if self.crowded {
             self.bits = [0; WORDS];

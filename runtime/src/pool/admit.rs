@@ -216,7 +216,10 @@ impl Pool {
         let memo = match &mut self.memo {
             Some(m) if m.seq == w.seq && !self.store.watch_touched(m.ticket) => m,
             memo => {
-                let (hit, shared, ticket) = hit_counts_watched(
+                // Started here rather than in the walk: the walk's result stays
+                // two words, returned in registers (the 1-block admission counts).
+                let ticket = self.store.watch_start();
+                let (hit, shared) = hit_counts_watched(
                     &mut self.store,
                     &w.header,
                     block,
@@ -297,11 +300,16 @@ impl Pool {
         // The walks end here. A stop is a change to any walk that holds a ticket,
         // so only a watch still this attempt's own is stopped: a tier's watch may
         // since serve another pool's walk, or the tier's own.
-        let memo = self.memo.take().expect("an attempt that fits was planned");
+        let memo = self
+            .memo
+            .as_ref()
+            .expect("an attempt that fits was planned");
+        let tier_ticket = memo.tier.map(|m| m.ticket);
         self.store.watch_stop(memo.ticket);
-        if let (Some(t), Some(m)) = (tier.as_deref_mut(), memo.tier) {
-            t.store.watch_stop(m.ticket);
+        if let (Some(t), Some(ticket)) = (tier.as_deref_mut(), tier_ticket) {
+            t.store.watch_stop(ticket);
         }
+        self.memo = None;
         let mut blocks = self.scratch.spare.pop().unwrap_or_default();
         // The blocks of the walk above (nothing watched changed since, so they are
         // still the keys' first copies), judged under the header's own limit

@@ -68,9 +68,10 @@ pub(super) fn hit_counts(store: &Store, header: &Header, block: u64) -> (u64, u6
     })
 }
 
-/// [`hit_counts`], watching every key the walk looks at (the first missing one
-/// included: registering it would lengthen the hit) so that a later attempt on the
-/// same header can tell whether the walk would still give the same result, and
+/// [`hit_counts`], adding every key the walk looks at to the watch the caller
+/// started (the first missing one included: registering it would lengthen the
+/// hit) so that a later attempt on the same header can tell whether the walk
+/// would still give the same result, and
 /// leaving the hit blocks in `copies` for the admission that takes them (while
 /// no watched key changes, neither do they: a block keeps its id while held or
 /// cached).
@@ -79,17 +80,15 @@ pub(super) fn hit_counts_watched(
     header: &Header,
     block: u64,
     copies: &mut Vec<CopyRef>,
-) -> (u64, u64, WatchTicket) {
-    let ticket = store.watch_start();
+) -> (u64, u64) {
     copies.clear();
     let mut near = Near::default();
-    let (hit, shared) = count_hits(header, block, |key| {
+    count_hits(header, block, |key| {
         store.watch_add(key);
         let c = store.lookup_near(key, &mut near)?;
         copies.push(c);
         Some(store.refs(c))
-    });
-    (hit, shared, ticket)
+    })
 }
 
 /// The walk of [`hit_counts`]: `refs_of` gives the holders of a key's present copy,
