@@ -240,13 +240,6 @@ pub struct KeyRanges<'a> {
     block: u64,
 }
 
-impl KeyRanges<'_> {
-    /// Units a block.
-    pub fn block(&self) -> u64 {
-        self.block
-    }
-}
-
 impl Iterator for KeyRanges<'_> {
     type Item = KeyRange;
 
